@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fs-verity: the interface between the fs-verity core and filesystems
+ *
+ * A filesystem that supports fs-verity stores a file's Merkle tree and
+ * descriptor wherever it likes, and provides the callbacks below so that the
+ * core can build, find and read them.  In return it calls the hooks at the
+ * end of this header from its open, ioctl, read and evict paths.
+ *
+ * See Documentation/filesystems/fsverity.rst.
+ */
+
+#ifndef _LINUX_FSVERITY_H
+#define _LINUX_FSVERITY_H
+
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <crypto/hash_info.h>
+#include <crypto/sha2.h>
+#include <uapi/linux/fsverity.h>
+
+/* The largest digest of any supported hash algorithm */
+#define FS_VERITY_MAX_DIGEST_SIZE	SHA512_DIGEST_SIZE
+
+/* Bound on descriptor plus signature, so that one kmalloc() holds it */
+#define FS_VERITY_MAX_DESCRIPTOR_SIZE	16384
+
+/**
+ * struct fsverity_operations - what a filesystem provides to fs-verity
+ *
+ * @begin_enable_verity: prepare @filp's inode for having verity enabled
+ *	(e.g. move inline data out of the inode).  Return -EBUSY if verity is
+ *	already being enabled on it.  Called with i_rwsem held for write.
+ * @end_enable_verity: finish, or with @desc == NULL undo, what
+ *	->begin_enable_verity() started.  On success the filesystem persists
+ *	the @desc_size bytes of @desc, marks the inode as verity on disk and
+ *	sets S_VERITY.  @merkle_tree_size is the size of the tree written.
+ *	Called with i_rwsem held for write, though it was dropped in between.
+ * @get_verity_descriptor: copy the inode's stored descriptor into @buf and
+ *	return its size, or with @bufsize == 0 only return the size.  Return
+ *	-ERANGE if it does not fit.  May run concurrently on one inode.
+ * @read_merkle_tree_page: return, referenced and uptodate, the page at
+ *	@index of the inode's Merkle tree.  @num_ra_pages is how many pages
+ *	from @index are worth reading ahead if the page is not cached; it is
+ *	only a hint.  May run at any time and concurrently on an open file.
+ * @write_merkle_tree_block: store the @size bytes of @buf at byte @pos of
+ *	the Merkle tree being built.  Called only between the two enable
+ *	callbacks above.
+ *
+ * All return 0 (or a size, or a page) on success and a negative errno on
+ * failure.
+ */
+struct fsverity_operations {
+	int (*begin_enable_verity)(struct file *filp);
+	int (*end_enable_verity)(struct file *filp, const void *desc,
+				 size_t desc_size, u64 merkle_tree_size);
+	int (*get_verity_descriptor)(struct inode *inode, void *buf,
+				     size_t bufsize);
+	struct page *(*read_merkle_tree_page)(struct inode *inode,
+					      pgoff_t index,
+					      unsigned long num_ra_pages);
+	int (*write_merkle_tree_block)(struct inode *inode, const void *buf,
+				       u64 pos, unsigned int size);
+};
+
+#ifdef CONFIG_FS_VERITY
+
+/**
+ * fsverity_get_info() - the verity state of an inode, if it has been loaded
+ * @inode: the inode
+ *
+ * ->i_verity_info is published once, with a release store, after it was
+ * fully set up (see fsverity_set_info() in fs/verity/open.c); the acquire
+ * here makes its contents visible to whoever sees the pointer.
+ *
+ * Return: the inode's fsverity_info, or NULL if not loaded or not verity
+ */
+static inline struct fsverity_info *fsverity_get_info(const struct inode *inode)
+{
+	return smp_load_acquire(&inode->i_verity_info);
+}
+
+/* enable.c */
+int fsverity_ioctl_enable(struct file *filp, const void __user *arg);
+
+/* measure.c */
+int fsverity_ioctl_measure(struct file *filp, void __user *arg);
+int fsverity_get_digest(struct inode *inode,
+			u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
+			u8 *alg, enum hash_algo *halg);
+
+/* open.c */
+int __fsverity_file_open(struct inode *inode, struct file *filp);
+void __fsverity_cleanup_inode(struct inode *inode);
+
+/**
+ * fsverity_cleanup_inode() - free an inode's verity state on eviction
+ * @inode: the inode being evicted
+ */
+static inline void fsverity_cleanup_inode(struct inode *inode)
+{
+	if (inode->i_verity_info)
+		__fsverity_cleanup_inode(inode);
+}
+
+/* read_metadata.c */
+int fsverity_ioctl_read_metadata(struct file *filp, const void __user *uarg);
+
+/* verify.c */
+bool fsverity_verify_blocks(struct folio *folio, size_t len, size_t offset);
+void fsverity_verify_bio(struct bio *bio);
+void fsverity_enqueue_verify_work(struct work_struct *work);
+
+#else /* !CONFIG_FS_VERITY */
+
+/*
+ * Without fs-verity no inode is ever a verity file: the ioctls say so, and
+ * the verification hooks must never be reached.
+ */
+
+static inline struct fsverity_info *fsverity_get_info(const struct inode *inode)
+{
+	return NULL;
+}
+
+static inline int fsverity_ioctl_enable(struct file *filp,
+					const void __user *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int fsverity_ioctl_measure(struct file *filp, void __user *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int fsverity_get_digest(struct inode *inode,
+				      u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
+				      u8 *alg, enum hash_algo *halg)
+{
+	return 0;	/* digest size 0: not a verity file */
+}
+
+static inline int __fsverity_file_open(struct inode *inode, struct file *filp)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void fsverity_cleanup_inode(struct inode *inode)
+{
+}
+
+static inline int fsverity_ioctl_read_metadata(struct file *filp,
+					       const void __user *uarg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline bool fsverity_verify_blocks(struct folio *folio, size_t len,
+					  size_t offset)
+{
+	WARN_ON_ONCE(1);
+	return false;
+}
+
+static inline void fsverity_verify_bio(struct bio *bio)
+{
+	WARN_ON_ONCE(1);
+}
+
+static inline void fsverity_enqueue_verify_work(struct work_struct *work)
+{
+	WARN_ON_ONCE(1);
+}
+
+#endif /* !CONFIG_FS_VERITY */
+
+/**
+ * fsverity_verify_folio() - verify a whole folio just read from a verity file
+ * @folio: the folio, locked and not yet uptodate
+ *
+ * Return: true if every block of @folio matches the Merkle tree
+ */
+static inline bool fsverity_verify_folio(struct folio *folio)
+{
+	return fsverity_verify_blocks(folio, folio_size(folio), 0);
+}
+
+/**
+ * fsverity_verify_page() - verify a whole page just read from a verity file
+ * @page: the page, locked and not yet uptodate
+ *
+ * Return: true if every block of @page matches the Merkle tree
+ */
+static inline bool fsverity_verify_page(struct page *page)
+{
+	return fsverity_verify_blocks(page_folio(page), PAGE_SIZE, 0);
+}
+
+/**
+ * fsverity_active() - must reads of this inode be verified?
+ * @inode: the inode
+ *
+ * True once the inode's verity state has been loaded, which happens when a
+ * verity file is opened or verity is enabled on it.  S_VERITY can be set a
+ * moment earlier, so filesystems deciding whether to verify use this, not
+ * IS_VERITY().
+ *
+ * Return: true if reads of @inode's data must be verified
+ */
+static inline bool fsverity_active(const struct inode *inode)
+{
+	return fsverity_get_info(inode) != NULL;
+}
+
+/**
+ * fsverity_file_open() - the ->open() hook for files that may be verity
+ * @inode: the inode being opened
+ * @filp: the file being set up
+ *
+ * A verity file cannot be opened for writing, and its verity state is
+ * loaded (and its signature checked) at the first open.
+ *
+ * Return: 0 on success, -EPERM for an open for write, or another -errno
+ */
+static inline int fsverity_file_open(struct inode *inode, struct file *filp)
+{
+	if (IS_VERITY(inode))
+		return __fsverity_file_open(inode, filp);
+	return 0;
+}
+
+#endif /* _LINUX_FSVERITY_H */
