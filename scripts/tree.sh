@@ -1,0 +1,131 @@
+#!/bin/bash
+# Prepare the kernel trees under build/src:
+#   build/src/upstream  pristine Debian linux-source-6.12 (tag "pristine")
+#   build/src/ours      branch "ours" = pristine + our overlay (kernel/) + kernel/patches
+# The ours commits are built with git plumbing and the worktree is moved with
+# "git reset --hard", so only files whose content changed get rewritten and
+# the kernel build stays incremental.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+tarball=${LINUX_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+src=$top/build/src
+up=$src/upstream
+ours=$src/ours
+GIT_AUTHOR_NAME=${GIT_AUTHOR_NAME:-$(git -C "$top" config user.name || echo "fs-verity developers")}
+GIT_AUTHOR_EMAIL=${GIT_AUTHOR_EMAIL:-$(git -C "$top" config user.email || echo "fsverity@localhost")}
+export GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL
+export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
+# Fixed dates keep the commit ids stable when nothing changed.
+export GIT_AUTHOR_DATE="2025-01-01T00:00:00Z" GIT_COMMITTER_DATE="2025-01-01T00:00:00Z"
+
+g() { git -C "$up" "$@"; }
+
+# never move the trees under a running kernel build (build.sh holds the lock)
+if [ -z "${FSV_LOCKED:-}" ]; then
+	mkdir -p "$top/build"
+	exec 9>"$top/build/.lock"
+	flock 9
+fi
+
+# 1. pristine tree, once
+if ! g rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+	echo "tree: extracting $tarball (once, takes a few minutes)"
+	rm -rf "$src"
+	mkdir -p "$up"
+	tar -xf "$tarball" -C "$up" --strip-components=1
+	g init -q -b upstream
+	g config core.autocrlf false
+	g config gc.auto 0
+	g config feature.manyFiles true
+	# -f: the tarball is the truth, even files the tree's .gitignore would skip
+	g add -f -A .
+	g commit -q -m "Debian $(basename "$tarball" .tar.xz) pristine tree" \
+		-m "Extracted from $(basename "$tarball") ($(dpkg-query -W -f '${Version}' linux-source-6.12 2>/dev/null || echo unknown))."
+	g tag pristine
+fi
+if [ ! -e "$ours/.git" ]; then
+	g worktree prune
+	g branch -f ours refs/tags/pristine
+	g worktree add -q "$ours" ours
+fi
+
+# 2. the ours commits, on top of pristine
+# The overlay is committed as an ordered list of steps; each step takes the
+# not-yet-added files of kernel/ under its path prefixes ("ALL" = all the rest).
+# To split the series into logical commits, add steps here.
+OVERLAY_STEPS=(
+"ALL|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
+in-kernel API of include/linux/fsverity.h, the UAPI and the on-disk
+format, so that ext4, f2fs, btrfs and the other callers work unchanged."
+)
+kdir=${OVERLAY_DIR:-$top/kernel}
+idx=$src/.ours-index
+export GIT_INDEX_FILE=$idx
+trap 'rm -f "$idx"' EXIT
+parent=$(g rev-parse refs/tags/pristine^{commit})
+tree=$(g rev-parse "$parent^{tree}")
+
+commit_step() { # $1 = subject, $2 = body
+	local newtree
+	newtree=$(g write-tree)
+	if [ "$newtree" != "$tree" ]; then
+		parent=$(printf '%s\n\n%s\n\nSigned-off-by: %s <%s>\n' "$1" "$2" \
+			"$GIT_AUTHOR_NAME" "$GIT_AUTHOR_EMAIL" |
+			g commit-tree "$newtree" -p "$parent")
+		tree=$newtree
+	fi
+}
+
+# kernel/** except patches/ and config/, relative to kernel/
+remaining=$(cd "$kdir" 2>/dev/null && find . -type f \
+	! -path './patches/*' ! -path './config/*' | sed 's|^\./||' | LC_ALL=C sort || true)
+
+g read-tree "$parent"
+if [ -n "$(find "$kdir/fs/verity" -type f 2>/dev/null | head -n1)" ]; then
+	# our code (once it has any file; git keeps no empty dirs) replaces the
+	# tree's fs/verity wholesale, in the first step
+	g rm -q -r --cached --ignore-unmatch fs/verity >/dev/null
+fi
+for step in "${OVERLAY_STEPS[@]}"; do
+	prefixes=${step%%|*}; rest=${step#*|}
+	subject=${rest%%|*}; body=${rest#*|}
+	take= keep=
+	while IFS= read -r f; do
+		[ -n "$f" ] || continue
+		hit=
+		for pre in $prefixes; do
+			case $pre in ALL) hit=1 ;; *) case $f in "$pre"*) hit=1 ;; esac ;; esac
+		done
+		if [ -n "$hit" ]; then take+=$f$'\n'; else keep+=$f$'\n'; fi
+	done <<<"$remaining"
+	remaining=$keep
+	printf '%s' "$take" | while IFS= read -r f; do
+		mode=100644
+		[ -x "$kdir/$f" ] && mode=100755
+		blob=$(g hash-object -w --no-filters -- "$kdir/$f")
+		printf '%s %s\t%s\n' "$mode" "$blob" "$f"
+	done | g update-index --add --index-info
+	commit_step "$subject" "$body"
+done
+[ -z "$remaining" ] || { echo "tree: no overlay step takes: $remaining" >&2; exit 1; }
+
+for p in "$kdir"/patches/*.patch; do
+	[ -e "$p" ] || continue
+	g apply --cached --whitespace=nowarn "$p"
+	subj=$(sed -n 's/^Subject: *\(\[PATCH[^]]*\] *\)\{0,1\}//p' "$p" | head -n1)
+	[ -n "$subj" ] || subj="fs-verity: $(basename "$p" .patch)"
+	commit_step "$subj" "Applied from kernel/patches/$(basename "$p")."
+done
+
+rm -f "$idx"
+unset GIT_INDEX_FILE
+# refresh first: files whose stat changed but content did not must not be
+# rewritten (a rewrite bumps the mtime and make rebuilds them)
+git -C "$ours" update-index -q --refresh >/dev/null || true
+if [ "$(git -C "$ours" rev-parse HEAD)" != "$parent" ]; then
+	git -C "$ours" reset -q --hard "$parent"
+	echo "tree: ours = $(git -C "$ours" log -1 --format='%h %s')"
+else
+	git -C "$ours" reset -q --hard "$parent"   # undo stray edits, if any
+fi
