@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the fs-verity conformance tests (tests/<area>.c).
+ *
+ * Everything here is static inline so that each area binary only keeps what
+ * it uses.  The tests compare the kernel against userspace references
+ * (fsverity-utils' "fsverity digest", our own reads of the data) and never
+ * against another kernel, so they hold for any conforming implementation.
+ */
+#ifndef VUTIL_H
+#define VUTIL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/fs.h>
+#include <linux/fsverity.h>
+
+#include "lib.h"
+
+#ifndef FS_VERITY_FL
+#define FS_VERITY_FL 0x00100000
+#endif
+#ifndef STATX_ATTR_VERITY
+#define STATX_ATTR_VERITY 0x00100000
+#endif
+
+#define MAX_DIGEST 64
+
+static inline const char *alg_name(int alg)
+{
+	return alg == FS_VERITY_HASH_ALG_SHA512 ? "sha512" : "sha256";
+}
+
+static inline int alg_digest_size(int alg)
+{
+	return alg == FS_VERITY_HASH_ALG_SHA512 ? 64 : 32;
+}
+
+static inline int ilog2_u32(uint32_t v)
+{
+	int l = -1;
+
+	while (v) {
+		v >>= 1;
+		l++;
+	}
+	return l;
+}
+
+static inline void to_hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char x[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = x[b[i] >> 4];
+		out[2 * i + 1] = x[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* Deterministic salt bytes, so a salt can be rebuilt from its length. */
+static inline void make_salt(unsigned char *salt, int len)
+{
+	for (int i = 0; i < len; i++)
+		salt[i] = (unsigned char)(0xa5 ^ (i * 37));
+}
+
+/*
+ * Merkle tree block sizes this fs can use: fs-verity requires
+ * 1024 <= block size <= min(PAGE_SIZE, fs block size) (fs/verity/open.c).
+ * Returns NULL when @bs is usable, else a reason for skip().
+ */
+static inline const char *block_size_unsupported(int bs)
+{
+	static char why[128];
+	struct statfs st;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (statfs(env.mnt, &st) != 0)
+		fail("statfs %s: %s", env.mnt, strerror(errno));
+	if (bs > page) {
+		snprintf(why, sizeof(why), "Merkle block %d > page size %ld",
+			 bs, page);
+		return why;
+	}
+	if (bs > (long)st.f_bsize) {
+		snprintf(why, sizeof(why), "Merkle block %d > %s block size %ld",
+			 bs, env.fs, (long)st.f_bsize);
+		return why;
+	}
+	return NULL;
+}
+
+/* Raw FS_IOC_ENABLE_VERITY: 0 or errno.  For tests that build odd args. */
+static inline int raw_enable(int fd, const struct fsverity_enable_arg *arg)
+{
+	return ioctl(fd, FS_IOC_ENABLE_VERITY, arg) == 0 ? 0 : errno;
+}
+
+static inline void enable_arg_init(struct fsverity_enable_arg *arg, int alg,
+				   int bs)
+{
+	memset(arg, 0, sizeof(*arg));
+	arg->version = 1;
+	arg->hash_algorithm = alg;
+	arg->block_size = bs;
+}
+
+/* Enable on @path with the given parameters; fails the test on error. */
+static inline void must_enable(const char *path, int alg, int bs,
+			       int salt_len)
+{
+	unsigned char salt[32];
+	int fd, err;
+
+	make_salt(salt, salt_len);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	err = enable_verity(fd, alg, ilog2_u32(bs), salt_len ? salt : NULL,
+			    salt_len, NULL, 0);
+	if (err)
+		fail("enable %s (%s, bs %d, salt %d): %s", path, alg_name(alg),
+		     bs, salt_len, strerror(err));
+	close(fd);
+}
+
+/* Kernel's digest of @path as hex; fails the test unless it is a verity file. */
+static inline void kernel_digest_hex(const char *path, char *hex, int *alg)
+{
+	unsigned char d[MAX_DIGEST];
+	int fd, size, err;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	err = measure_verity(fd, d, alg, &size);
+	if (err)
+		fail("FS_IOC_MEASURE_VERITY %s: %s", path, strerror(err));
+	if (size != alg_digest_size(*alg))
+		fail("%s: digest_size %d for algorithm %d", path, size, *alg);
+	to_hex(d, size, hex);
+	close(fd);
+}
+
+/* "fsverity digest" of @path with the given parameters, as hex. */
+static inline void user_digest_hex(const char *path, int alg, int bs,
+				   int salt_len, char *hex)
+{
+	unsigned char salt[32];
+	char salthex[80] = "", opt[100] = "", out[512];
+	int rc;
+
+	if (salt_len) {
+		make_salt(salt, salt_len);
+		to_hex(salt, salt_len, salthex);
+		snprintf(opt, sizeof(opt), "--salt=%s", salthex);
+	}
+	rc = run_cmd(out, sizeof(out),
+		     "fsverity digest --compact --hash-alg=%s --block-size=%d %s '%s'",
+		     alg_name(alg), bs, opt, path);
+	if (rc != 0)
+		fail("fsverity digest %s: rc %d: %s", path, rc, out);
+	out[strcspn(out, " \r\n")] = '\0';
+	if ((int)strlen(out) != 2 * alg_digest_size(alg))
+		fail("fsverity digest %s: unexpected output '%s'", path, out);
+	strcpy(hex, out);
+}
+
+static inline bool fd_has_verity_flag(int fd)
+{
+	int flags = 0;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0)
+		fail("FS_IOC_GETFLAGS: %s", strerror(errno));
+	return flags & FS_VERITY_FL;
+}
+
+static inline bool path_has_statx_verity(const char *path)
+{
+	struct statx stx;
+
+	if (statx(AT_FDCWD, path, 0, STATX_BASIC_STATS, &stx) != 0)
+		fail("statx %s: %s", path, strerror(errno));
+	if (!(stx.stx_attributes_mask & STATX_ATTR_VERITY))
+		fail("statx %s: STATX_ATTR_VERITY missing from attributes_mask",
+		     path);
+	return stx.stx_attributes & STATX_ATTR_VERITY;
+}
+
+/* Whole contents of @path (malloc'd, plus a NUL), size in *len. */
+static inline unsigned char *read_whole(const char *path, size_t *len)
+{
+	struct stat st;
+	unsigned char *buf;
+	size_t done = 0;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0)
+		fail("fstat %s: %s", path, strerror(errno));
+	buf = malloc(st.st_size + 1);
+	if (!buf)
+		fail("out of memory");
+	while (done < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + done, st.st_size - done);
+
+		if (n < 0)
+			fail("read %s at %zu: %s", path, done, strerror(errno));
+		if (n == 0)
+			fail("read %s: early EOF at %zu", path, done);
+		done += n;
+	}
+	buf[done] = 0;
+	close(fd);
+	*len = done;
+	return buf;
+}
+
+/* Fail unless @path holds exactly @len bytes equal to @want. */
+static inline void check_contents(const char *path, const void *want,
+				  size_t len)
+{
+	size_t got_len;
+	unsigned char *got = read_whole(path, &got_len);
+
+	if (got_len != len)
+		fail("%s: size %zu, expected %zu", path, got_len, len);
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != ((const unsigned char *)want)[i])
+			fail("%s: byte %zu is %#x, expected %#x", path, i,
+			     got[i], ((const unsigned char *)want)[i]);
+	free(got);
+}
+
+/* Random buffer of @len bytes from @seed (malloc'd). */
+static inline unsigned char *random_buf(size_t len, uint64_t seed)
+{
+	unsigned char *b = malloc(len ? len : 1);
+
+	if (!b)
+		fail("out of memory");
+	fill_random(b, len, seed);
+	return b;
+}
+
+/* 64-bit FNV-1a over a whole file: cheap fingerprint for big files. */
+static inline uint64_t file_fingerprint(const char *path, uint64_t *size)
+{
+	static unsigned char buf[1 << 20];
+	uint64_t h = 0xcbf29ce484222325ULL, total = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		fail("open %s: %s", path, strerror(errno));
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			h = (h ^ buf[i]) * 0x100000001b3ULL;
+		total += n;
+	}
+	if (n < 0)
+		fail("read %s: %s", path, strerror(errno));
+	close(fd);
+	*size = total;
+	return h;
+}
+
+/*
+ * Find @pat on the raw block device @dev.  With @align > 1 only offsets that
+ * are multiples of @align are tried (fast path for data blocks, which every
+ * filesystem here places block-aligned); with @align == 1 every byte offset
+ * is (verity metadata may sit unaligned inside btrfs tree items).  Stores up
+ * to @max offsets in @offs and returns how many matches there were.
+ * Only use this with the filesystem unmounted.
+ */
+static inline int dev_find(const char *dev, const void *pat, size_t patlen,
+			   size_t align, uint64_t *offs, int max)
+{
+	const size_t chunk = 4 << 20;	/* a multiple of any @align used */
+	unsigned char *buf = malloc(chunk + patlen);
+	uint64_t base;
+	int found = 0;
+	int fd = open(dev, O_RDONLY);
+
+	if (fd < 0 || !buf)
+		fail("open %s: %s", dev, strerror(errno));
+	/*
+	 * Window i covers [base, base + chunk + patlen - 1) so that a match
+	 * starting anywhere in [base, base + chunk) is seen exactly once.
+	 */
+	for (base = 0;; base += chunk) {
+		ssize_t n = pread(fd, buf, chunk + patlen - 1, base);
+
+		if (n < 0)
+			fail("read %s at %" PRIu64 ": %s", dev, base,
+			     strerror(errno));
+		if ((size_t)n < patlen)
+			break;
+		if (align > 1) {
+			for (size_t o = 0; o + patlen <= (size_t)n && o < chunk;
+			     o += align)
+				if (!memcmp(buf + o, pat, patlen)) {
+					if (found < max)
+						offs[found] = base + o;
+					found++;
+				}
+		} else {
+			unsigned char *p = buf;
+
+			while ((p = memmem(p, n - (p - buf), pat, patlen)) &&
+			       (size_t)(p - buf) < chunk) {
+				if (found < max)
+					offs[found] = base + (p - buf);
+				found++;
+				p++;
+			}
+		}
+	}
+	close(fd);
+	free(buf);
+	return found;
+}
+
+/*
+ * Flip every bit of the byte at @off of @dev (so it surely changes) and make
+ * it durable; only with the filesystem unmounted.
+ */
+static inline void flip_byte(const char *dev, uint64_t off)
+{
+	unsigned char c;
+	int fd = open(dev, O_RDWR);
+
+	if (fd < 0)
+		fail("open %s: %s", dev, strerror(errno));
+	if (pread(fd, &c, 1, off) != 1)
+		fail("pread %s at %" PRIu64 ": %s", dev, off, strerror(errno));
+	c ^= 0xff;
+	if (pwrite(fd, &c, 1, off) != 1 || fsync(fd) != 0)
+		fail("pwrite %s at %" PRIu64 ": %s", dev, off, strerror(errno));
+	close(fd);
+}
+
+#endif /* VUTIL_H */
