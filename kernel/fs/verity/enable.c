@@ -6,213 +6,8 @@
 #include "internal.h"
 
 #include <linux/mount.h>
-#include <linux/pagemap.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
-
-/*
- * A Merkle tree being built in one pass over the data.  Each level has one
- * block in progress; when it fills up it is written out and its hash goes
- * into the level above.  Level positions are known in advance from the data
- * size, so nothing is ever read back and memory is one block per level.
- */
-struct fsv_builder {
-	struct inode *inode;
-	const struct fsv_tree *tree;
-	u8 *blocks;				/* num_levels blocks in progress */
-	unsigned int used[FSV_MAX_LEVELS];	/* bytes used in each */
-	u64 written[FSV_MAX_LEVELS];		/* blocks written per level */
-	u8 *root_hash;
-};
-
-static u8 *fsv_level_block(struct fsv_builder *b, unsigned int level)
-{
-	return b->blocks + ((size_t)level << b->tree->log_block_size);
-}
-
-/* Zero pad, write and hash the block in progress at @level */
-static int fsv_flush_level(struct fsv_builder *b, unsigned int level,
-			   u8 *digest)
-{
-	const struct fsv_tree *tree = b->tree;
-	u8 *block = fsv_level_block(b, level);
-	u64 pos;
-	int err;
-
-	memset(block + b->used[level], 0, tree->block_size - b->used[level]);
-	pos = (tree->level_start[level] + b->written[level]) <<
-	      tree->log_block_size;
-	err = b->inode->i_sb->s_vop->write_merkle_tree_block(b->inode, block,
-							      pos,
-							      tree->block_size);
-	if (err) {
-		fsv_err(b->inode, "error %d writing Merkle tree block %llu",
-			err, pos >> tree->log_block_size);
-		return err;
-	}
-	b->written[level]++;
-	b->used[level] = 0;
-	return fsv_hash_block(tree, block, digest);
-}
-
-/*
- * Append @digest to @level, carrying full blocks upwards.  A digest that
- * arrives above the top level is the root hash.
- */
-static int fsv_add_hash(struct fsv_builder *b, unsigned int level, u8 *digest)
-{
-	const struct fsv_tree *tree = b->tree;
-	int err;
-
-	for (; level < tree->num_levels; level++) {
-		memcpy(fsv_level_block(b, level) + b->used[level], digest,
-		       tree->digest_size);
-		b->used[level] += tree->digest_size;
-		if (b->used[level] < tree->block_size)
-			return 0;
-		err = fsv_flush_level(b, level, digest);
-		if (err)
-			return err;
-	}
-	memcpy(b->root_hash, digest, tree->digest_size);
-	return 0;
-}
-
-/* Write out the partial blocks left at the end, lowest level first */
-static int fsv_finish_levels(struct fsv_builder *b)
-{
-	const struct fsv_tree *tree = b->tree;
-	u8 digest[FS_VERITY_MAX_DIGEST_SIZE];
-	unsigned int level;
-	u64 end;
-	int err;
-
-	for (level = 0; level < tree->num_levels; level++) {
-		if (!b->used[level])
-			continue;
-		err = fsv_flush_level(b, level, digest);
-		if (!err)
-			err = fsv_add_hash(b, level + 1, digest);
-		if (err)
-			return err;
-	}
-
-	/* Each level must have come out exactly as long as planned */
-	end = tree->num_blocks;
-	for (level = 0; level < tree->num_levels; level++) {
-		if (WARN_ON_ONCE(tree->level_start[level] + b->written[level] !=
-				 end))
-			return -EINVAL;
-		end = tree->level_start[level];
-	}
-	return 0;
-}
-
-/*
- * Get a data folio, uptodate, reading ahead as a sequential reader would:
- * the whole file is going to be read.
- */
-static struct folio *fsv_data_folio(struct file *filp, pgoff_t index,
-				    pgoff_t end)
-{
-	struct address_space *mapping = filp->f_mapping;
-	struct folio *folio;
-
-	folio = __filemap_get_folio(mapping, index, FGP_ACCESSED, 0);
-	if (IS_ERR(folio) || !folio_test_uptodate(folio)) {
-		DEFINE_READAHEAD(ractl, filp, &filp->f_ra, mapping, index);
-
-		page_cache_sync_ra(&ractl, end - index);
-	} else if (folio_test_readahead(folio)) {
-		DEFINE_READAHEAD(ractl, filp, &filp->f_ra, mapping, index);
-
-		page_cache_async_ra(&ractl, folio, end - index);
-	}
-	if (!IS_ERR(folio))
-		folio_put(folio);
-	return read_mapping_folio(mapping, index, filp);
-}
-
-/* Hash every data block of the file into the level 0 of the tree */
-static int fsv_hash_data(struct file *filp, struct fsv_builder *b)
-{
-	const struct fsv_tree *tree = b->tree;
-	const u64 size = i_size_read(b->inode);
-	const pgoff_t end = DIV_ROUND_UP_ULL(size, PAGE_SIZE);
-	u8 digest[FS_VERITY_MAX_DIGEST_SIZE];
-	u8 *tail = NULL;
-	u64 pos = 0;
-	int err = 0;
-
-	while (pos < size && !err) {
-		struct folio *folio;
-		size_t off;
-
-		folio = fsv_data_folio(filp, pos >> PAGE_SHIFT, end);
-		if (IS_ERR(folio))
-			return PTR_ERR(folio);
-
-		for (off = pos - folio_pos(folio);
-		     off < folio_size(folio) && pos < size && !err;
-		     off += tree->block_size, pos += tree->block_size) {
-			const u8 *data = kmap_local_folio(folio, off);
-
-			/*
-			 * The last block is hashed zero padded.  Copy it:
-			 * the page cache past EOF may hold bytes written
-			 * through a shared mapping.
-			 */
-			if (size - pos < tree->block_size) {
-				tail = kzalloc(tree->block_size, GFP_KERNEL);
-				if (tail)
-					memcpy(tail, data, size - pos);
-				else
-					err = -ENOMEM;
-			}
-			if (!err)
-				err = fsv_hash_block(tree, tail ?: data, digest);
-			kunmap_local(data);
-			if (!err)
-				err = fsv_add_hash(b, 0, digest);
-		}
-		folio_put(folio);
-
-		/* A huge file must not hold up a kill, or hog the CPU */
-		if (!err && fatal_signal_pending(current))
-			err = -EINTR;
-		cond_resched();
-	}
-	kfree(tail);
-	return err;
-}
-
-/* Build and write the Merkle tree of @filp, and compute its root hash */
-static int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
-			  u8 *root_hash)
-{
-	struct fsv_builder b = {
-		.inode = file_inode(filp),
-		.tree = tree,
-		.root_hash = root_hash,
-	};
-	int err;
-
-	/* An empty file has no blocks at all; its root hash is all zeroes */
-	if (i_size_read(b.inode) == 0)
-		return 0;
-
-	if (tree->num_levels) {
-		b.blocks = kmalloc_array(tree->num_levels, tree->block_size,
-					 GFP_KERNEL);
-		if (!b.blocks)
-			return -ENOMEM;
-	}
-	err = fsv_hash_data(filp, &b);
-	if (!err)
-		err = fsv_finish_levels(&b);
-	kfree(b.blocks);
-	return err;
-}
+#include <trace/events/fsverity.h>
 
 /* Everything enable does once the arguments are known to be sane */
 static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
@@ -262,6 +57,9 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 	inode_unlock(inode);
 	if (err)
 		goto out_destroy_tree;
+	trace_fsverity_enable_start(inode, le64_to_cpu(desc->data_size),
+				    tree.block_size, desc->hash_algorithm,
+				    tree.num_levels, tree.size);
 
 	/*
 	 * Build the tree without i_rwsem, which a huge file would hold for
@@ -298,14 +96,17 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 	} else {
 		/* As at open: LSMs hear of the signature before readers */
 		fsv_report_signature(inode, desc->signature, arg->sig_size);
+		fsv_count(vi, FSV_STAT_ENABLES, 1);
 		fsv_info_publish(inode, vi);
 	}
-	goto out_destroy_tree;
+	goto out_trace;
 
 rollback:
 	inode_lock(inode);
 	vops->end_enable_verity(filp, NULL, 0, tree.size);
 	inode_unlock(inode);
+out_trace:
+	trace_fsverity_enable_end(inode, err);
 out_destroy_tree:
 	fsv_tree_destroy(&tree);
 out_free_desc:

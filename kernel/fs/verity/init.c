@@ -7,6 +7,9 @@
 
 #include <linux/ratelimit.h>
 
+#define CREATE_TRACE_POINTS
+#include <trace/events/fsverity.h>
+
 #if defined(CONFIG_SYSCTL) && defined(CONFIG_FS_VERITY_BUILTIN_SIGNATURES)
 static struct ctl_table fsv_sysctls[] = {
 	{
@@ -69,6 +72,7 @@ static int __init fsv_init(void)
 	BUILD_BUG_ON(sizeof(struct fsverity_descriptor) != 256);
 
 	fsv_init_info_cache();
+	fsv_init_stats();
 	fsv_init_workqueue();
 	fsv_init_sysctl();
 	fsv_init_signature();

@@ -21,6 +21,7 @@
 #include <linux/bio.h>
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
+#include <trace/events/fsverity.h>
 
 static struct workqueue_struct *fsv_read_wq;
 
@@ -74,17 +75,68 @@ static void fsv_report_mismatch(const struct fsverity_info *vi, u64 pos,
 		level < 0 ? pos >> tree->log_block_size : (u64)level,
 		tree->alg->name, tree->digest_size, got,
 		tree->alg->name, tree->digest_size, want);
+	fsv_count(vi, FSV_STAT_FAILURES, 1);
+	trace_fsverity_verify_failed(vi->inode, pos >> tree->log_block_size,
+				     level);
 }
 
 /*
- * Verify the data block at byte @pos of the file, mapped at @data.
- * @ra_pages: how many tree pages to read ahead if the lowest level's page
- * is not cached.
+ * State carried from one data block to the next while verifying a folio
+ * range or a bio: the lowest-level tree block last found good, with its
+ * page held (so the block's bit stays valid).  Consecutive data blocks
+ * mostly hash into the same tree block, and are checked against it
+ * directly, without looking its page up, mapping it or testing its bit.
  */
-static bool fsv_verify_block(struct inode *inode, struct fsverity_info *vi,
-			     const void *data, u64 pos, unsigned long ra_pages)
+struct fsv_verifier {
+	struct inode *inode;
+	struct fsverity_info *vi;
+	unsigned long ra_pages;	/* tree pages to read ahead on a miss */
+	struct page *leaf_page;	/* held, or NULL */
+	u64 leaf_block;
+};
+
+static void fsv_verifier_init(struct fsv_verifier *v, struct inode *inode,
+			      unsigned long ra_pages)
 {
+	v->inode = inode;
+	v->vi = fsverity_get_info(inode);
+	v->ra_pages = ra_pages;
+	v->leaf_page = NULL;
+}
+
+static void fsv_keep_leaf(struct fsv_verifier *v, struct page *page,
+			  u64 block)
+{
+	if (v->leaf_page)
+		put_page(v->leaf_page);
+	v->leaf_page = page;
+	v->leaf_block = block;
+}
+
+static void fsv_verifier_done(struct fsv_verifier *v)
+{
+	fsv_keep_leaf(v, NULL, 0);
+}
+
+/* Copy out the hash at @hash_offset of tree block @block, held in @page */
+static void fsv_copy_hash(const struct fsv_tree *tree, struct page *page,
+			  u64 block, unsigned int hash_offset, u8 *out)
+{
+	const u8 *addr = kmap_local_page(page);
+
+	memcpy(out, addr + offset_in_page(block << tree->log_block_size) +
+	       hash_offset, tree->digest_size);
+	kunmap_local(addr);
+}
+
+/* Verify the data block at byte @pos of the file, mapped at @data */
+static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
+			     u64 pos)
+{
+	struct inode *inode = v->inode;
+	struct fsverity_info *vi = v->vi;
 	const struct fsv_tree *tree = &vi->tree;
+	const unsigned int arity_mask = (1U << tree->log_arity) - 1;
 	struct fsv_path_step path[FSV_MAX_LEVELS];
 	u8 want[FS_VERITY_MAX_DIGEST_SIZE];
 	u8 got[FS_VERITY_MAX_DIGEST_SIZE];
@@ -101,33 +153,46 @@ static bool fsv_verify_block(struct inode *inode, struct fsverity_info *vi,
 	if (pos >= inode->i_size)
 		return !memchr_inv(data, 0, tree->block_size);
 
+	/* The common case: the same lowest-level block as the last one */
+	if (v->leaf_page && tree->num_levels &&
+	    v->leaf_block == tree->level_start[0] + (index >> tree->log_arity)) {
+		fsv_copy_hash(tree, v->leaf_page, v->leaf_block,
+			      (index & arity_mask) << tree->log_digest_size,
+			      want);
+		want_hash = want;
+		fsv_count(vi, FSV_STAT_CACHE_HITS, 1);
+		trace_fsverity_cache_hit(inode, v->leaf_block, 0);
+		goto check_data;
+	}
+
 	/* Climb until a tree block already known good, or the root */
 	for (level = 0; level < tree->num_levels; level++) {
 		u64 block = tree->level_start[level] +
 			    (index >> tree->log_arity);
-		unsigned int hash_offset = (index & ((1U << tree->log_arity) - 1))
-					   << tree->log_digest_size;
+		unsigned int hash_offset = (index & arity_mask) <<
+					   tree->log_digest_size;
 		pgoff_t tpage = (block << tree->log_block_size) >> PAGE_SHIFT;
 		struct page *page;
 
 		page = inode->i_sb->s_vop->read_merkle_tree_page(inode, tpage,
-						level == 0 ? ra_pages : 0);
+						level == 0 ? v->ra_pages : 0);
 		if (IS_ERR(page)) {
 			fsv_err(inode, "error %ld reading Merkle tree page %lu",
 				PTR_ERR(page), tpage);
 			goto out;
 		}
 		if (fsv_block_verified(vi, page, tpage, block)) {
-			const u8 *addr = kmap_local_page(page);
-
-			memcpy(want, addr +
-			       offset_in_page(block << tree->log_block_size) +
-			       hash_offset, tree->digest_size);
-			kunmap_local(addr);
-			put_page(page);
+			fsv_copy_hash(tree, page, block, hash_offset, want);
 			want_hash = want;
+			fsv_count(vi, FSV_STAT_CACHE_HITS, 1);
+			trace_fsverity_cache_hit(inode, block, level);
+			if (level == 0)
+				fsv_keep_leaf(v, page, block);
+			else
+				put_page(page);
 			break;
 		}
+		trace_fsverity_cache_miss(inode, block, level);
 		path[depth].page = page;
 		path[depth].block = block;
 		path[depth].hash_offset = hash_offset;
@@ -154,17 +219,24 @@ static bool fsv_verify_block(struct inode *inode, struct fsverity_info *vi,
 			goto out;
 		}
 		want_hash = want;
+		fsv_count(vi, FSV_STAT_TREE_HASHED, 1);
+		trace_fsverity_tree_block_hashed(inode, step->block, depth - 1);
 		/* Set while the page is held, so the bit is for this instance */
 		set_bit(step->block, vi->verified);
-		put_page(step->page);
 		depth--;
+		if (depth == 0)
+			fsv_keep_leaf(v, step->page, step->block);
+		else
+			put_page(step->page);
 	}
 
+check_data:
 	if (fsv_hash_block(tree, data, got) ||
 	    memcmp(got, want_hash, tree->digest_size)) {
 		fsv_report_mismatch(vi, pos, -1, want_hash, got);
 		goto out;
 	}
+	trace_fsverity_data_verified(inode, pos >> tree->log_block_size, -1);
 	ok = true;
 out:
 	while (depth > 0)
@@ -172,13 +244,12 @@ out:
 	return ok;
 }
 
-static bool fsv_verify_range(struct folio *folio, size_t len, size_t offset,
-			     unsigned long ra_pages)
+static bool fsv_verify_range(struct fsv_verifier *v, struct folio *folio,
+			     size_t len, size_t offset)
 {
-	struct inode *inode = folio->mapping->host;
-	struct fsverity_info *vi = fsverity_get_info(inode);
-	const unsigned int block_size = vi->tree.block_size;
+	const unsigned int block_size = v->vi->tree.block_size;
 	const u64 pos = folio_pos(folio);
+	unsigned int nr = 0;
 
 	if (WARN_ON_ONCE(!len || !IS_ALIGNED(len | offset, block_size) ||
 			 !folio_test_locked(folio) ||
@@ -187,13 +258,14 @@ static bool fsv_verify_range(struct folio *folio, size_t len, size_t offset,
 
 	for (; len; offset += block_size, len -= block_size) {
 		const void *data = kmap_local_folio(folio, offset);
-		bool ok = fsv_verify_block(inode, vi, data, pos + offset,
-					   ra_pages);
+		bool ok = fsv_verify_block(v, data, pos + offset);
 
 		kunmap_local(data);
 		if (!ok)
 			return false;
+		nr++;
 	}
+	fsv_count(v->vi, FSV_STAT_DATA_VERIFIED, nr);
 	return true;
 }
 
@@ -207,40 +279,121 @@ static bool fsv_verify_range(struct folio *folio, size_t len, size_t offset,
  */
 bool fsverity_verify_blocks(struct folio *folio, size_t len, size_t offset)
 {
-	return fsv_verify_range(folio, len, offset, 0);
+	struct fsv_verifier v;
+	bool ok;
+
+	fsv_verifier_init(&v, folio->mapping->host, 0);
+	ok = fsv_verify_range(&v, folio, len, offset);
+	fsv_verifier_done(&v);
+	return ok;
 }
 EXPORT_SYMBOL_GPL(fsverity_verify_blocks);
 
 #ifdef CONFIG_BLOCK
+
+/*
+ * A bio's folios are verified by up to this many CPUs at once, each taking
+ * a contiguous share of at least FSV_MIN_SHARE bytes: below that, handing
+ * work to another CPU costs more than it saves.
+ */
+#define FSV_MAX_SHARES	8
+#define FSV_MIN_SHARE	SZ_64K
+
+static struct workqueue_struct *fsv_share_wq;
+
+/* Folios [first, end) of a bio, verified by one CPU */
+struct fsv_bio_share {
+	struct work_struct work;
+	struct bio *bio;
+	unsigned int first, end;
+	unsigned long ra_pages;
+	bool ok;
+};
+
+static void fsv_verify_share(struct fsv_bio_share *share)
+{
+	struct fsv_verifier v;
+	struct folio_iter fi;
+	unsigned int i = 0;
+
+	fsv_verifier_init(&v, bio_first_folio_all(share->bio)->mapping->host,
+			  share->ra_pages);
+	share->ok = true;
+	bio_for_each_folio_all(fi, share->bio) {
+		if (i >= share->end)
+			break;
+		if (i++ < share->first)
+			continue;
+		if (!fsv_verify_range(&v, fi.folio, fi.length, fi.offset)) {
+			share->ok = false;
+			break;
+		}
+	}
+	fsv_verifier_done(&v);
+}
+
+static void fsv_share_work(struct work_struct *work)
+{
+	fsv_verify_share(container_of(work, struct fsv_bio_share, work));
+}
+
 /**
  * fsverity_verify_bio() - verify the data of a read bio that has completed
  * @bio: the bio; its segments are aligned to the Merkle tree block size
  *
- * On a mismatch, sets @bio->bi_status to an error and stops.  For
- * filesystems that read into the page cache with bios; holes, which no bio
- * reads, they verify with fsverity_verify_folio().
+ * On a mismatch, sets @bio->bi_status to an error.  For filesystems that
+ * read into the page cache with bios; holes, which no bio reads, they verify
+ * with fsverity_verify_folio().
+ *
+ * Verification is CPU bound and all of a bio's folios complete together, so
+ * a large bio is split into shares verified on several CPUs at once, rather
+ * than on the one CPU its completion happened to land on.
  */
 void fsverity_verify_bio(struct bio *bio)
 {
 	struct inode *inode = bio_first_folio_all(bio)->mapping->host;
 	const struct fsv_tree *tree = &fsverity_get_info(inode)->tree;
+	struct fsv_bio_share shares[FSV_MAX_SHARES];
+	unsigned int nr_folios = 0, nr_shares, per_share, i;
 	unsigned long ra_pages;
 	struct folio_iter fi;
+	bool ok;
 
 	/*
-	 * If the lowest-level tree page is not cached, read with it the rest
-	 * of that level this bio's data needs, rather than one page per miss.
+	 * If a lowest-level tree page is not cached, read with it the rest of
+	 * that level this bio's data needs, rather than one page per miss.
 	 */
 	ra_pages = DIV_ROUND_UP(bio->bi_iter.bi_size >> tree->log_arity,
 				PAGE_SIZE) + 1;
 
-	bio_for_each_folio_all(fi, bio) {
-		if (!fsv_verify_range(fi.folio, fi.length, fi.offset,
-				      ra_pages)) {
-			bio->bi_status = BLK_STS_IOERR;
-			return;
+	bio_for_each_folio_all(fi, bio)
+		nr_folios++;
+	nr_shares = min3(bio->bi_iter.bi_size / FSV_MIN_SHARE,
+			 num_online_cpus(), FSV_MAX_SHARES);
+	nr_shares = clamp(nr_shares, 1U, nr_folios);
+	per_share = DIV_ROUND_UP(nr_folios, nr_shares);
+	nr_shares = DIV_ROUND_UP(nr_folios, per_share);
+
+	for (i = 0; i < nr_shares; i++) {
+		shares[i].bio = bio;
+		shares[i].first = i * per_share;
+		shares[i].end = min(shares[i].first + per_share, nr_folios);
+		shares[i].ra_pages = ra_pages;
+		if (i > 0) {
+			INIT_WORK_ONSTACK(&shares[i].work, fsv_share_work);
+			queue_work(fsv_share_wq, &shares[i].work);
 		}
 	}
+	/* This task takes the first share, then waits for the others */
+	fsv_verify_share(&shares[0]);
+	ok = shares[0].ok;
+	for (i = 1; i < nr_shares; i++) {
+		flush_work(&shares[i].work);
+		destroy_work_on_stack(&shares[i].work);
+		ok &= shares[i].ok;
+	}
+	if (!ok)
+		bio->bi_status = BLK_STS_IOERR;
 }
 EXPORT_SYMBOL_GPL(fsverity_verify_bio);
 #endif /* CONFIG_BLOCK */
@@ -261,12 +414,21 @@ EXPORT_SYMBOL_GPL(fsverity_enqueue_verify_work);
 void __init fsv_init_workqueue(void)
 {
 	/*
-	 * High priority: a reader is blocked until this work completes.  Tree
-	 * pages it reads may need work on other workqueues (decryption), but
-	 * never on this one, so it cannot deadlock on itself.
+	 * High priority: a reader is blocked until this work completes.
+	 * Unbound, so that reads completing on one CPU are verified on all.
+	 * Tree pages it reads may need work on other workqueues (decryption),
+	 * but never on these, so they cannot deadlock on themselves; the
+	 * shares of a bio go to a workqueue of their own, since the work
+	 * splitting a bio waits for them.
 	 */
-	fsv_read_wq = alloc_workqueue("fsverity_read_queue", WQ_HIGHPRI,
-				      num_online_cpus());
+	fsv_read_wq = alloc_workqueue("fsverity_read_queue",
+				      WQ_UNBOUND | WQ_HIGHPRI, 0);
+#ifdef CONFIG_BLOCK
+	fsv_share_wq = alloc_workqueue("fsverity_share_queue",
+				       WQ_UNBOUND | WQ_HIGHPRI, 0);
+	if (!fsv_share_wq)
+		panic("fs-verity: cannot allocate its workqueues");
+#endif
 	if (!fsv_read_wq)
-		panic("fs-verity: cannot allocate its read workqueue");
+		panic("fs-verity: cannot allocate its workqueues");
 }
