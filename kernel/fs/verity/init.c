@@ -36,14 +36,13 @@ static inline void fsv_init_sysctl(void)
 /**
  * fsv_msg() - log a rate-limited message, naming the inode if there is one
  * @inode: the inode concerned, or NULL
- * @level: KERN_* level
+ * @error: an error rather than a warning
  * @fmt: printf format
  * @...: its arguments
  *
  * Hostile files can trigger these at will, hence the rate limit.
  */
-void fsv_msg(const struct inode *inode, const char *level, const char *fmt,
-	     ...)
+void fsv_msg(const struct inode *inode, bool error, const char *fmt, ...)
 {
 	static DEFINE_RATELIMIT_STATE(limit, DEFAULT_RATELIMIT_INTERVAL,
 				      DEFAULT_RATELIMIT_BURST);
@@ -55,11 +54,16 @@ void fsv_msg(const struct inode *inode, const char *level, const char *fmt,
 	va_start(args, fmt);
 	vaf.fmt = fmt;
 	vaf.va = &args;
-	if (inode)
-		printk("%sfs-verity (%s, inode %lu): %pV\n", level,
-		       inode->i_sb->s_id, inode->i_ino, &vaf);
+	if (inode && error)
+		pr_err("%s: inode %lu: %pV\n", inode->i_sb->s_id,
+		       inode->i_ino, &vaf);
+	else if (inode)
+		pr_warn("%s: inode %lu: %pV\n", inode->i_sb->s_id,
+			inode->i_ino, &vaf);
+	else if (error)
+		pr_err("%pV\n", &vaf);
 	else
-		printk("%sfs-verity: %pV\n", level, &vaf);
+		pr_warn("%pV\n", &vaf);
 	va_end(args);
 }
 

@@ -22,7 +22,7 @@
  * hostile data_size cannot ask for an absurd allocation; this still covers
  * 2 TiB with 1024-byte blocks and 32 TiB with 4096-byte SHA-256 blocks.
  */
-#define FSV_MAX_TREE_BLOCKS	(1ULL << 26)
+#define FSV_MAX_TREE_BLOCKS	BIT_ULL(26)
 
 /* Largest signature: whatever the descriptor leaves of the size bound */
 #define FSV_MAX_SIG_SIZE	(FS_VERITY_MAX_DESCRIPTOR_SIZE - \
@@ -114,12 +114,12 @@ int fsv_hash_buffer(const struct fsv_hash_alg *alg, const void *data,
 
 /* init.c */
 void __printf(3, 4) __cold
-fsv_msg(const struct inode *inode, const char *level, const char *fmt, ...);
+fsv_msg(const struct inode *inode, bool error, const char *fmt, ...);
 
 #define fsv_warn(inode, fmt, ...) \
-	fsv_msg((inode), KERN_WARNING, fmt, ##__VA_ARGS__)
+	fsv_msg((inode), false, fmt, ##__VA_ARGS__)
 #define fsv_err(inode, fmt, ...) \
-	fsv_msg((inode), KERN_ERR, fmt, ##__VA_ARGS__)
+	fsv_msg((inode), true, fmt, ##__VA_ARGS__)
 
 /* measure.c */
 #ifdef CONFIG_BPF_SYSCALL

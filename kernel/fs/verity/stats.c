@@ -65,8 +65,9 @@ static ssize_t fsv_stat_show(struct kobject *kobj, struct attribute *attr,
 	return sysfs_emit(buf, "%llu\n", fsv_stat_sum(st, a->stat));
 }
 
+/* In enum fsv_stat order */
 #define FSV_STAT_ATTR(_stat, _name) \
-	[_stat] = { .attr = { .name = _name, .mode = 0444 }, .stat = _stat }
+	{ .attr = { .name = _name, .mode = 0444 }, .stat = _stat }
 
 static struct fsv_stat_attr fsv_stat_attrs[FSV_NR_STATS] = {
 	FSV_STAT_ATTR(FSV_STAT_DATA_VERIFIED, "data_blocks_verified"),

@@ -51,6 +51,7 @@ static bool fsv_block_verified(struct fsverity_info *vi, struct page *page,
 	last = min_t(u64, first + (1U << shift), vi->tree.num_blocks);
 	for (; first < last; first++)
 		clear_bit(first, vi->verified);
+	/* Order the clearing before PG_checked; pairs with smp_rmb() above */
 	smp_wmb();
 	SetPageChecked(page);
 	return false;

@@ -77,6 +77,7 @@ struct fsverity_operations {
  */
 static inline struct fsverity_info *fsverity_get_info(const struct inode *inode)
 {
+	/* Pairs with the cmpxchg_release() that published the pointer */
 	return smp_load_acquire(&inode->i_verity_info);
 }
 
@@ -210,7 +211,7 @@ static inline bool fsverity_verify_page(struct page *page)
  */
 static inline bool fsverity_active(const struct inode *inode)
 {
-	return fsverity_get_info(inode) != NULL;
+	return fsverity_get_info(inode);
 }
 
 /**
