@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <linux/fsverity.h>
 
@@ -18,6 +19,18 @@ static void first_word(char *s)
 	s[strcspn(s, " \n")] = '\0';
 }
 
+/*
+ * The Merkle tree block size fsverity-utils must use here: its default
+ * (4096) unless the filesystem's blocks are smaller (ext4 with 1K blocks).
+ */
+static unsigned long merkle_bs(const char *path)
+{
+	struct statvfs st;
+
+	CHECK_OK(statvfs(path, &st));
+	return st.f_bsize < 4096 ? st.f_bsize : 4096;
+}
+
 static void check_digests(const char *path)
 {
 	char measured[512], computed[512];
@@ -27,7 +40,8 @@ static void check_digests(const char *path)
 	st = run_cmd(measured, sizeof(measured), "fsverity measure %s", path);
 	if (st)
 		fail("fsverity measure: exit %d: %s", st, measured);
-	st = run_cmd(computed, sizeof(computed), "fsverity digest %s", path);
+	st = run_cmd(computed, sizeof(computed), "fsverity digest --block-size=%lu %s",
+		     merkle_bs(path), path);
 	if (st)
 		fail("fsverity digest: exit %d: %s", st, computed);
 	first_word(measured);
@@ -50,7 +64,8 @@ TEST(enable_measure)
 	int st;
 
 	make_file(path, 1000000, 1);	/* not a multiple of the block size */
-	st = run_cmd(out, sizeof(out), "fsverity enable %s", path);
+	st = run_cmd(out, sizeof(out), "fsverity enable --block-size=%lu %s",
+		     merkle_bs(path), path);
 	if (st)
 		fail("fsverity enable: exit %d: %s", st, out);
 	check_digests(path);

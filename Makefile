@@ -1,0 +1,38 @@
+# Front door.  KERNEL=ours|upstream (default ours), DEBUG=1 for sanitizers.
+#   make run      boot ours with four verity filesystems (demo if no terminal)
+#   make check    build, boot twice, one line per test, "N passed, N failed"
+#   make series   export + verify the patch series (build/series/)
+#   make kernel   just build build/$(KERNEL)[-debug]/bzImage
+KERNEL ?= ours
+DEBUG ?= 0
+export KERNEL DEBUG TESTS FS
+
+.PHONY: all run check series kernel initramfs bench deps clean
+
+all: check
+
+deps:
+	scripts/deps.sh
+
+kernel: deps
+	scripts/build.sh $(KERNEL) $(DEBUG)
+
+initramfs: deps
+	scripts/initramfs.sh
+
+run: deps
+	scripts/run.sh
+
+check: deps
+	scripts/check.sh
+
+series: deps
+	scripts/series.sh
+
+bench:
+	@echo "make bench: not yet implemented" >&2; exit 1
+
+clean:
+	rm -rf build/obj build/ours build/upstream build/ours-debug \
+		build/upstream-debug build/initramfs* build/tests-bin* \
+		build/disks build/logs build/series

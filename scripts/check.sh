@@ -1,0 +1,49 @@
+#!/bin/bash
+# The test run: build, boot twice on fresh disks, report.
+#   KERNEL=ours|upstream DEBUG=0|1 TESTS="a b" FS="ext4 f2fs" scripts/check.sh
+# Prints one PASS/FAIL/SKIP line per test and ends with "N passed, N failed".
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kernel=${KERNEL:-ours}
+debug=${DEBUG:-0}
+suffix=; [ "$debug" = 1 ] && suffix=-debug
+name=$kernel$suffix
+# per boot; a debug (KASAN, lockdep) kernel is several times slower
+timeout=${CHECK_TIMEOUT:-$([ "$debug" = 1 ] && echo 3600 || echo 1500)}
+ifs_suffix=${EXTRA_TESTS:+proof}
+extra=
+[ -z "${TESTS:-}" ] || extra="$extra fsv.tests=$(echo $TESTS | tr ' ' ',')"
+[ -z "${FS:-}" ] || extra="$extra fsv.fs=$(echo $FS | tr ' ' ',')"
+
+"$top/scripts/build.sh" "$kernel" "$debug"
+"$top/scripts/initramfs.sh" $ifs_suffix
+initrd=$top/build/initramfs${ifs_suffix:+-$ifs_suffix}.cpio.gz
+
+disks=$top/build/disks/check-$name
+logs=$top/build/logs
+rm -rf "$disks"
+mkdir -p "$disks" "$logs"
+results=$logs/check-$name.results
+: >"$results"
+for boot in 1 2; do
+	log=$logs/check-$name-boot$boot.log
+	echo "check: $name boot $boot (console: build/logs/$(basename "$log"), timeout ${timeout}s)"
+	start=$(date +%s)
+	rc=0
+	"$top/scripts/qemu.sh" "$top/build/$name/bzImage" "$initrd" "$disks" "$log" \
+		check "$boot" "$timeout" "$extra" || rc=$?
+	echo "check: boot $boot took $(( $(date +%s) - start ))s$([ "$rc" = 124 ] && echo ", TIMED OUT")"
+	awk -v boot="boot$boot" -f "$top/scripts/parse-log.awk" "$log" | tee -a "$results"
+done
+
+echo "check: $name: $(grep -c '^SKIP' "$results" || true) skipped"
+pass=$(grep -c '^PASS' "$results" || true)
+failed=$(grep -c '^FAIL' "$results" || true)
+if [ "$failed" != 0 ]; then
+	echo "check: failures:"
+	grep '^FAIL' "$results" | sed 's/^/  /'
+	echo "check: console logs in build/logs/check-$name-boot*.log"
+fi
+echo "$pass passed, $failed failed"
+[ "$failed" = 0 ] && [ "$pass" != 0 ]

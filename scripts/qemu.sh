@@ -1,0 +1,37 @@
+#!/bin/bash
+# Boot a kernel in QEMU (TCG only):
+#   scripts/qemu.sh BZIMAGE INITRAMFS DISKDIR LOG MODE BOOT [TIMEOUT] [EXTRA_CMDLINE]
+# DISKDIR holds vda.img .. vde.img (created 1 GiB sparse if missing).
+# The serial console goes to LOG (and to the terminal when interactive).
+# Exit status: QEMU's, or 124 when the host timeout hit.
+set -eu
+
+kernel=$1 initrd=$2 disks=$3 log=$4 mode=$5 boot=$6
+timeout=${7:-1800}
+extra=${8:-}
+
+[ -f "$kernel" ] || { echo "qemu: no kernel $kernel" >&2; exit 2; }
+mkdir -p "$disks" "$(dirname "$log")"
+drives=()
+for d in vda vdb vdc vdd vde; do
+	[ -f "$disks/$d.img" ] || truncate -s 1G "$disks/$d.img"
+	drives+=(-drive "file=$disks/$d.img,format=raw,if=virtio,cache=unsafe")
+done
+
+cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G
+	-nographic -no-reboot -nic none
+	-kernel "$kernel" -initrd "$initrd"
+	-append "console=ttyS0 panic=-1 fsv.mode=$mode fsv.boot=$boot $extra"
+	"${drives[@]}")
+
+if [ -t 0 ] && [ -t 1 ]; then
+	# interactive: -nographic = serial console + monitor (Ctrl-a) on stdio
+	set +e
+	timeout --foreground -k 10 "$timeout" "${cmd[@]}" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	stty sane 2>/dev/null || true
+	exit "$rc"
+fi
+set +e
+timeout -k 10 "$timeout" "${cmd[@]}" </dev/null >"$log" 2>&1
+exit $?

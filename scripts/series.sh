@@ -1,0 +1,58 @@
+#!/bin/bash
+# make series: export ours as a patch series against pristine
+# (build/series/*.patch), prove it applies with git am to a fresh pristine
+# worktree, and count checkpatch.pl --strict findings.
+# SERIES_STRICT=1 also fails on any checkpatch error or warning.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+up=$top/build/src/upstream
+out=$top/build/series
+chk=$top/build/src/series-check
+
+mkdir -p "$top/build"
+exec 9>"$top/build/.lock"
+flock 9
+export FSV_LOCKED=1
+"$top/scripts/tree.sh"
+
+rm -rf "$out"
+n=$(git -C "$up" rev-list --count refs/tags/pristine..ours)
+if [ "$n" = 0 ]; then
+	echo "series: ours == pristine, no patches"
+	exit 0
+fi
+git -C "$up" format-patch -q --no-signature refs/tags/pristine..ours -o "$out"
+echo "series: $n patches in build/series/:"
+ls "$out" | sed 's/^/  /'
+
+# git am onto a fresh pristine checkout must give exactly the ours tree
+git -C "$up" worktree remove --force "$chk" 2>/dev/null || rm -rf "$chk"
+git -C "$up" worktree prune
+git -C "$up" worktree add -q --detach "$chk" refs/tags/pristine
+cleanup() { git -C "$up" worktree remove --force "$chk" 2>/dev/null || rm -rf "$chk"; }
+trap cleanup EXIT
+if ! git -C "$chk" -c user.name=series -c user.email=series@localhost am -q "$out"/*.patch; then
+	echo "series: FAILED: git am does not apply the series to pristine" >&2
+	exit 1
+fi
+if [ "$(git -C "$chk" rev-parse 'HEAD^{tree}')" != "$(git -C "$up" rev-parse 'ours^{tree}')" ]; then
+	echo "series: FAILED: git am gave a different tree than ours" >&2
+	exit 1
+fi
+echo "series: git am onto pristine: ok (same tree as ours)"
+
+errors=0 warnings=0 checks=0
+for p in "$out"/*.patch; do
+	res=$(cd "$up" && perl scripts/checkpatch.pl --strict --no-summary --terse --showfile "$p" 2>&1 || true)
+	e=$(printf '%s\n' "$res" | grep -c ': ERROR:' || true)
+	w=$(printf '%s\n' "$res" | grep -c ': WARNING:' || true)
+	c=$(printf '%s\n' "$res" | grep -c ': CHECK:' || true)
+	echo "checkpatch: $(basename "$p"): $e errors, $w warnings, $c checks"
+	[ -z "$res" ] || printf '%s\n' "$res" | sed 's/^/    /' | head -n 40
+	errors=$((errors + e)) warnings=$((warnings + w)) checks=$((checks + c))
+done
+echo "checkpatch --strict: total $errors errors, $warnings warnings, $checks checks"
+if [ "${SERIES_STRICT:-0}" = 1 ] && [ $((errors + warnings)) != 0 ]; then
+	exit 1
+fi
