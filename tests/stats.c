@@ -88,7 +88,10 @@ static void drop_data_pages(const char *path, off_t size)
 {
 	int fd = CHECK_OK(open(path, O_RDONLY));
 
-	CHECK_OK(posix_fadvise(fd, 0, size, POSIX_FADV_DONTNEED));
+	/* posix_fadvise() returns the error instead of setting errno */
+	errno = posix_fadvise(fd, 0, size, POSIX_FADV_DONTNEED);
+	if (errno)
+		fail("posix_fadvise(DONTNEED): %s", strerror(errno));
 	close(fd);
 }
 
@@ -149,7 +152,8 @@ TEST(counts_enable_and_verified_reads)
 	     delta(&before, &first, DATA), delta(&before, &first, TREE),
 	     delta(&before, &first, HITS));
 	CHECK(delta(&before, &first, DATA) == data_blocks());
-	CHECK(delta(&before, &first, TREE) == tree_blocks());
+	/* Verifying CPUs may race to check the same tree block: at least */
+	CHECK(delta(&before, &first, TREE) >= tree_blocks());
 	CHECK(delta(&before, &first, FAILURES) == 0);
 
 	/* With the tree still cached, only data is hashed the second time */
@@ -205,10 +209,15 @@ TEST(tracepoints_report_enable_and_verification)
 	read_all(path);
 
 	write_str(TRACEFS "/events/fsverity/enable", "0");
+	note("events: %llu data verified, %llu tree hashed, %llu hits, %llu misses",
+	     count_events("fsverity_data_verified:"),
+	     count_events("fsverity_tree_block_hashed:"),
+	     count_events("fsverity_cache_hit:"),
+	     count_events("fsverity_cache_miss:"));
 	CHECK(count_events("fsverity_enable_start:") == 1);
 	CHECK(count_events("fsverity_enable_end:") == 1);
 	CHECK(count_events("fsverity_data_verified:") == data_blocks());
-	CHECK(count_events("fsverity_tree_block_hashed:") == tree_blocks());
+	CHECK(count_events("fsverity_tree_block_hashed:") >= tree_blocks());
 	CHECK(count_events("fsverity_cache_miss:") >= tree_blocks());
 	CHECK(count_events("fsverity_cache_hit:") >=
 	      data_blocks() - tree_blocks());
