@@ -82,6 +82,10 @@ if ! check_config; then
 	exit 1
 fi
 
+if [ "${CONFIG_ONLY:-0}" = 1 ]; then
+	echo "build: $name: .config ok (build/obj/$name/.config)"
+	exit 0
+fi
 echo "build: building $name (log: build/logs/build-$name.log)"
 start=$(date +%s)
 if ! mk -j2 bzImage >>"$log" 2>&1; then

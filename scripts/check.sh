@@ -16,8 +16,16 @@ extra=
 [ -z "${TESTS:-}" ] || extra="$extra fsv.tests=$(echo $TESTS | tr ' ' ',')"
 [ -z "${FS:-}" ] || extra="$extra fsv.fs=$(echo $FS | tr ' ' ',')"
 
-"$top/scripts/build.sh" "$kernel" "$debug"
-"$top/scripts/initramfs.sh" $ifs_suffix
+if ! "$top/scripts/build.sh" "$kernel" "$debug"; then
+	echo "FAIL build/$name: the kernel does not build (build/logs/build-$name.log)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+if ! "$top/scripts/initramfs.sh" $ifs_suffix; then
+	echo "FAIL build/tests: the tests or the initramfs do not build"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 initrd=$top/build/initramfs${ifs_suffix:+-$ifs_suffix}.cpio.gz
 
 disks=$top/build/disks/check-$name
