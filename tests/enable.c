@@ -240,6 +240,38 @@ TEST(enable_sparse_file_matches_fsverity_digest)
 	finish();
 }
 
+/*
+ * fsverity-utils' own "enable" and "measure" (which use these ioctls) agree
+ * with its "digest".
+ */
+TEST(fsverity_utils_enable_and_measure_agree_with_digest)
+{
+	char *p = test_path("utils");
+	char out[512], want[300], salthex[33];
+	char uhex[2 * MAX_DIGEST + 1], khex[2 * MAX_DIGEST + 1];
+	unsigned char salt[16];
+	int alg;
+
+	fresh_file(p, 100000, 5000);
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA512, 1024, 16, uhex);
+	make_salt(salt, 16);	/* the salt user_digest_hex() used */
+	to_hex(salt, 16, salthex);
+	if (run_cmd(out, sizeof(out),
+		    "fsverity enable --hash-alg=sha512 --block-size=1024 --salt=%s '%s'",
+		    salthex, p))
+		fail("fsverity enable: %s", out);
+	kernel_digest_hex(p, khex, &alg);
+	if (alg != FS_VERITY_HASH_ALG_SHA512 || strcmp(khex, uhex))
+		fail("after fsverity enable: kernel %s:%s, fsverity digest sha512:%s",
+		     alg_name(alg), khex, uhex);
+	if (run_cmd(out, sizeof(out), "fsverity measure '%s'", p))
+		fail("fsverity measure: %s", out);
+	snprintf(want, sizeof(want), "sha512:%s ", uhex);
+	if (strncmp(out, want, strlen(want)))
+		fail("fsverity measure printed '%s', expected '%s%s'", out,
+		     want, p);
+}
+
 /* Every file enabled in boot 1 measures and reads the same after a reboot. */
 TEST_BOOT2(enable_digests_persist_across_reboot)
 {
