@@ -397,7 +397,7 @@ TEST_TIMEOUT(corrupt_data_block_detected_after_readahead, 300)
 		corrupt_data(&v, bad);
 		fd = open(v.path, O_RDONLY);
 		CHECK_OK(fd);
-		CHECK_OK(posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED));
+		fadvise_or_fail(fd, 0, 0, POSIX_FADV_WILLNEED);
 		CHECK_OK(readahead(fd, 0, DATA_FILE_SIZE));
 		usleep(200000);	/* let the readahead I/O complete */
 		expect_eio(fd, BAD_PAGE * ps, ps, "the damaged page");

@@ -133,15 +133,15 @@ static void check_readahead(const struct vf *v, int bs)
 	int fd = open(v->path, O_RDONLY);
 
 	CHECK_OK(fd);
-	CHECK_OK(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL));
-	CHECK_OK(posix_fadvise(fd, 0, v->size / 2, POSIX_FADV_WILLNEED));
+	fadvise_or_fail(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	fadvise_or_fail(fd, 0, v->size / 2, POSIX_FADV_WILLNEED);
 	CHECK_OK(readahead(fd, v->size / 2, v->size));
 	close(fd);
 	check_read_sequential(v, bs);
 	/* and once more after dropping just this file's pages */
 	fd = open(v->path, O_RDONLY);
 	CHECK_OK(fd);
-	CHECK_OK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	fadvise_or_fail(fd, 0, 0, POSIX_FADV_DONTNEED);
 	CHECK_OK(readahead(fd, 0, v->size));
 	close(fd);
 	check_read_random_order(v, bs);
@@ -177,7 +177,7 @@ static void check_mmap(const struct vf *v, int bs)
 	}
 	CHECK_OK(munmap(m, maplen));
 	/* and populated up front */
-	CHECK_OK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	fadvise_or_fail(fd, 0, 0, POSIX_FADV_DONTNEED);
 	m = mmap(NULL, maplen, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
 	CHECK(m != MAP_FAILED);
 	if (memcmp(m, v->data, v->size))
@@ -267,7 +267,7 @@ TEST(verified_tree_blocks_are_not_hashed_again)
 	fd = open(p, O_RDONLY);
 	CHECK(pread(fd, buf, size, 0) == (ssize_t)size);
 	first = profile_hits(fn) - base;
-	CHECK_OK(posix_fadvise(fd, 0, size, POSIX_FADV_DONTNEED));
+	fadvise_or_fail(fd, 0, size, POSIX_FADV_DONTNEED);
 	base = profile_hits(fn);
 	CHECK(pread(fd, buf, size, 0) == (ssize_t)size);
 	second = profile_hits(fn) - base;

@@ -337,6 +337,15 @@ static inline int dev_find(const char *dev, const void *pat, size_t patlen,
 	return found;
 }
 
+/* posix_fadvise() returns the error number instead of setting errno. */
+static inline void fadvise_or_fail(int fd, off_t off, off_t len, int advice)
+{
+	int err = posix_fadvise(fd, off, len, advice);
+
+	if (err)
+		fail("posix_fadvise(%d): %s", advice, strerror(err));
+}
+
 /*
  * Flip every bit of the byte at @off of @dev (so it surely changes) and make
  * it durable; only with the filesystem unmounted.
