@@ -9,6 +9,27 @@
 #include <linux/slab.h>
 #include <trace/events/fsverity.h>
 
+/*
+ * Have the filesystem commit verity with @desc, or with @desc NULL undo
+ * ->begin_enable_verity().  i_rwsem serialises the two callbacks.
+ */
+static int fsv_end_enable(struct file *filp,
+			  const struct fsverity_descriptor *desc,
+			  size_t desc_size, u64 tree_size)
+{
+	struct inode *inode = file_inode(filp);
+	const struct fsverity_operations *vops = inode->i_sb->s_vop;
+	int err;
+
+	inode_lock(inode);
+	err = vops->end_enable_verity(filp, desc, desc_size, tree_size);
+	inode_unlock(inode);
+	if (err && desc)
+		fsv_err(inode, "%ps() failed with error %d",
+			vops->end_enable_verity, err);
+	return err;
+}
+
 /* Everything enable does once the arguments are known to be sane */
 static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 {
@@ -23,12 +44,12 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 	desc = kzalloc(desc_size, GFP_KERNEL);
 	if (!desc)
 		return -ENOMEM;
-	desc->version = 1;
-	desc->hash_algorithm = arg->hash_algorithm;
+	desc->data_size = cpu_to_le64(i_size_read(inode));
 	desc->log_blocksize = ilog2(arg->block_size);
+	desc->hash_algorithm = arg->hash_algorithm;
 	desc->salt_size = arg->salt_size;
 	desc->sig_size = cpu_to_le32(arg->sig_size);
-	desc->data_size = cpu_to_le64(i_size_read(inode));
+	desc->version = 1;
 	if (copy_from_user(desc->salt, u64_to_user_ptr(arg->salt_ptr),
 			   arg->salt_size) ||
 	    copy_from_user(desc->signature, u64_to_user_ptr(arg->sig_ptr),
@@ -67,44 +88,33 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 	 * writers out, and ->begin_enable_verity() keeps other enables out.
 	 */
 	err = fsv_build_tree(filp, &tree, desc->root_hash);
+	if (!err) {
+		/*
+		 * Set up the state exactly as an open of the finished file
+		 * would: this checks the descriptor and signature before the
+		 * filesystem commits them.
+		 */
+		vi = fsv_info_create(inode, desc);
+		err = PTR_ERR_OR_ZERO(vi);
+	}
 	if (err) {
 		if (err != -EINTR)
-			fsv_err(inode, "error %d building the Merkle tree", err);
-		goto rollback;
+			fsv_err(inode, "error %d enabling verity", err);
+		fsv_end_enable(filp, NULL, 0, tree.size);
+		goto out_trace;
 	}
 
-	/*
-	 * Set up the state exactly as an open of the finished file would:
-	 * this checks the descriptor and signature before they are committed.
-	 */
-	vi = fsv_info_create(inode, desc);
-	if (IS_ERR(vi)) {
-		err = PTR_ERR(vi);
-		goto rollback;
-	}
-
-	inode_lock(inode);
-	err = vops->end_enable_verity(filp, desc, desc_size, tree.size);
-	inode_unlock(inode);
-	if (err) {
-		fsv_err(inode, "%ps() failed with error %d",
-			vops->end_enable_verity, err);
-		fsv_info_free(vi);
-	} else if (WARN_ON_ONCE(!IS_VERITY(inode))) {
-		fsv_info_free(vi);
+	err = fsv_end_enable(filp, desc, desc_size, tree.size);
+	if (!err && WARN_ON_ONCE(!IS_VERITY(inode)))
 		err = -EINVAL;
-	} else {
-		/* As at open: LSMs hear of the signature before readers */
-		fsv_report_signature(inode, desc->signature, arg->sig_size);
-		fsv_count(vi, FSV_STAT_ENABLES, 1);
-		fsv_info_publish(inode, vi);
+	if (err) {
+		fsv_info_free(vi);
+		goto out_trace;
 	}
-	goto out_trace;
-
-rollback:
-	inode_lock(inode);
-	vops->end_enable_verity(filp, NULL, 0, tree.size);
-	inode_unlock(inode);
+	/* As at open: LSMs hear of the signature before readers see it */
+	fsv_report_signature(inode, desc->signature, arg->sig_size);
+	fsv_count(vi, FSV_STAT_ENABLES, 1);
+	fsv_info_publish(inode, vi);
 out_trace:
 	trace_fsverity_enable_end(inode, err);
 out_destroy_tree:
@@ -144,8 +154,8 @@ static int fsv_check_enable_arg(const struct fsverity_enable_arg *arg)
  */
 int fsverity_ioctl_enable(struct file *filp, const void __user *uarg)
 {
-	struct inode *inode = file_inode(filp);
 	struct fsverity_enable_arg arg;
+	struct inode *inode = file_inode(filp);
 	int err;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
@@ -161,16 +171,14 @@ int fsverity_ioctl_enable(struct file *filp, const void __user *uarg)
 	 * verity is on.
 	 */
 	err = file_permission(filp, MAY_WRITE);
+	if (!err && !(filp->f_mode & FMODE_READ))
+		err = -EBADF;
+	else if (!err && IS_APPEND(inode))
+		err = -EPERM;
+	else if (!err && !S_ISREG(inode->i_mode))
+		err = S_ISDIR(inode->i_mode) ? -EISDIR : -EINVAL;
 	if (err)
 		return err;
-	if (!(filp->f_mode & FMODE_READ))
-		return -EBADF;
-	if (IS_APPEND(inode))
-		return -EPERM;
-	if (S_ISDIR(inode->i_mode))
-		return -EISDIR;
-	if (!S_ISREG(inode->i_mode))
-		return -EINVAL;
 
 	err = mnt_want_write_file(filp);	/* -EROFS */
 	if (err)

@@ -8,20 +8,18 @@
 #include <crypto/hash.h>
 #include <linux/slab.h>
 
+/* SHA-2 with an output of @bits bits */
+#define FSV_SHA2(bits) {					\
+	.name = "sha" #bits,					\
+	.algo_id = HASH_ALGO_SHA##bits,				\
+	.digest_size = SHA##bits##_DIGEST_SIZE,			\
+	.block_size = SHA##bits##_BLOCK_SIZE,			\
+}
+
 /* Indexed by FS_VERITY_HASH_ALG_*, the numbers stored on disk */
 static struct fsv_hash_alg fsv_hash_algs[] = {
-	[FS_VERITY_HASH_ALG_SHA256] = {
-		.name = "sha256",
-		.digest_size = SHA256_DIGEST_SIZE,
-		.block_size = SHA256_BLOCK_SIZE,
-		.algo_id = HASH_ALGO_SHA256,
-	},
-	[FS_VERITY_HASH_ALG_SHA512] = {
-		.name = "sha512",
-		.digest_size = SHA512_DIGEST_SIZE,
-		.block_size = SHA512_BLOCK_SIZE,
-		.algo_id = HASH_ALGO_SHA512,
-	},
+	[FS_VERITY_HASH_ALG_SHA256] = FSV_SHA2(256),
+	[FS_VERITY_HASH_ALG_SHA512] = FSV_SHA2(512),
 };
 
 /* Serialises the one-time allocation of each algorithm's transform */

@@ -14,11 +14,12 @@
 static struct ctl_table fsv_sysctls[] = {
 	{
 		.procname	= "require_signatures",
-		.data		= &fsv_require_signatures,
-		.maxlen		= sizeof(int),
 		.mode		= 0644,
+		.data		= &fsv_require_signatures,
+		.maxlen		= sizeof(fsv_require_signatures),
+		/* only 0 or 1 */
 		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= SYSCTL_ZERO,	/* only 0 or 1 */
+		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
 };

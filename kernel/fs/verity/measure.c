@@ -58,28 +58,30 @@ EXPORT_SYMBOL_GPL(fsverity_ioctl_measure);
  * fsverity_get_digest() - the file digest of an inode, for kernel users
  * @inode: the inode; its verity state must already be loaded (it is once
  *	the file has been opened)
- * @raw_digest: where the digest goes
- * @alg: if not NULL, set to its FS_VERITY_HASH_ALG_* number
- * @halg: if not NULL, set to its HASH_ALGO_* number
+ * @digest: where the digest goes
+ * @alg_num: if not NULL, set to its FS_VERITY_HASH_ALG_* number
+ * @hash_algo: if not NULL, set to its HASH_ALGO_* number
  *
  * Used by IMA, IPE and overlayfs.
  *
  * Return: the digest's size in bytes, or 0 if @inode is not a verity file
  */
 int fsverity_get_digest(struct inode *inode,
-			u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
-			u8 *alg, enum hash_algo *halg)
+			u8 digest[FS_VERITY_MAX_DIGEST_SIZE],
+			u8 *alg_num, enum hash_algo *hash_algo)
 {
 	const struct fsverity_info *vi = fsverity_get_info(inode);
+	const struct fsv_tree *tree;
 
 	if (!vi)
 		return 0;
-	memcpy(raw_digest, vi->file_digest, vi->tree.digest_size);
-	if (alg)
-		*alg = fsv_hash_alg_num(vi->tree.alg);
-	if (halg)
-		*halg = vi->tree.alg->algo_id;
-	return vi->tree.digest_size;
+	tree = &vi->tree;
+	if (alg_num)
+		*alg_num = fsv_hash_alg_num(tree->alg);
+	if (hash_algo)
+		*hash_algo = tree->alg->algo_id;
+	memcpy(digest, vi->file_digest, tree->digest_size);
+	return tree->digest_size;
 }
 EXPORT_SYMBOL_GPL(fsverity_get_digest);
 

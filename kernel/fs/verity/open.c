@@ -314,16 +314,14 @@ static int fsv_load_info(struct inode *inode)
 /**
  * __fsverity_file_open() - the part of fsverity_file_open() for verity inodes
  * @inode: a verity inode
- * @filp: the file being opened
+ * @file: the file being opened
  *
- * Return: 0 on success, -EPERM if @filp is opened for writing, or the error
+ * Return: 0 on success, -EPERM if @file is opened for writing, or the error
  * that loading the verity state gave
  */
-int __fsverity_file_open(struct inode *inode, struct file *filp)
+int __fsverity_file_open(struct inode *inode, struct file *file)
 {
-	if (filp->f_mode & FMODE_WRITE)
-		return -EPERM;
-	return fsv_load_info(inode);
+	return (file->f_mode & FMODE_WRITE) ? -EPERM : fsv_load_info(inode);
 }
 EXPORT_SYMBOL_GPL(__fsverity_file_open);
 

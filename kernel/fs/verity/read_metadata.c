@@ -123,9 +123,9 @@ int fsverity_ioctl_read_metadata(struct file *filp, const void __user *uarg)
 	int len;
 
 	/* Hashes of the contents need read access, as for measure */
+	vi = fsverity_get_info(inode);
 	if (!(filp->f_mode & FMODE_READ))
 		return -EBADF;
-	vi = fsverity_get_info(inode);
 	if (!vi)
 		return -ENODATA;
 

@@ -13,31 +13,31 @@
 #ifndef _LINUX_FSVERITY_H
 #define _LINUX_FSVERITY_H
 
-#include <linux/fs.h>
-#include <linux/mm.h>
 #include <crypto/hash_info.h>
 #include <crypto/sha2.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
 #include <uapi/linux/fsverity.h>
+
+/* Bound on descriptor plus signature, so that one kmalloc() holds it */
+#define FS_VERITY_MAX_DESCRIPTOR_SIZE	(16 * 1024)
 
 /* The largest digest of any supported hash algorithm */
 #define FS_VERITY_MAX_DIGEST_SIZE	SHA512_DIGEST_SIZE
 
-/* Bound on descriptor plus signature, so that one kmalloc() holds it */
-#define FS_VERITY_MAX_DESCRIPTOR_SIZE	16384
-
 /**
  * struct fsverity_operations - what a filesystem provides to fs-verity
  *
- * @begin_enable_verity: prepare @filp's inode for having verity enabled
+ * @begin_enable_verity: prepare @file's inode for having verity enabled
  *	(e.g. move inline data out of the inode).  Return -EBUSY if verity is
  *	already being enabled on it.  Called with i_rwsem held for write.
  * @end_enable_verity: finish, or with @desc == NULL undo, what
  *	->begin_enable_verity() started.  On success the filesystem persists
  *	the @desc_size bytes of @desc, marks the inode as verity on disk and
- *	sets S_VERITY.  @merkle_tree_size is the size of the tree written.
+ *	sets S_VERITY.  @tree_size is the size of the tree written.
  *	Called with i_rwsem held for write, though it was dropped in between.
  * @get_verity_descriptor: copy the inode's stored descriptor into @buf and
- *	return its size, or with @bufsize == 0 only return the size.  Return
+ *	return its size, or with @buf_size == 0 only return the size.  Return
  *	-ERANGE if it does not fit.  May run concurrently on one inode.
  * @read_merkle_tree_page: return, referenced and uptodate, the page at
  *	@index of the inode's Merkle tree.  @num_ra_pages is how many pages
@@ -51,15 +51,14 @@
  * failure.
  */
 struct fsverity_operations {
-	int (*begin_enable_verity)(struct file *filp);
-	int (*end_enable_verity)(struct file *filp, const void *desc,
-				 size_t desc_size, u64 merkle_tree_size);
+	int (*begin_enable_verity)(struct file *file);
+	int (*end_enable_verity)(struct file *file, const void *desc,
+				 size_t desc_size, u64 tree_size);
 	int (*get_verity_descriptor)(struct inode *inode, void *buf,
-				     size_t bufsize);
-	struct page *(*read_merkle_tree_page)(struct inode *inode,
-					      pgoff_t index,
+				     size_t buf_size);
+	struct page *(*read_merkle_tree_page)(struct inode *inode, pgoff_t index,
 					      unsigned long num_ra_pages);
-	int (*write_merkle_tree_block)(struct inode *inode, const void *buf,
+	int (*write_merkle_tree_block)(struct inode *inode, const void *data,
 				       u64 pos, unsigned int size);
 };
 
@@ -81,17 +80,13 @@ static inline struct fsverity_info *fsverity_get_info(const struct inode *inode)
 	return smp_load_acquire(&inode->i_verity_info);
 }
 
-/* enable.c */
-int fsverity_ioctl_enable(struct file *filp, const void __user *arg);
+/* Called by filesystems from their read paths (verify.c) */
+bool fsverity_verify_blocks(struct folio *folio, size_t len, size_t offset);
+void fsverity_verify_bio(struct bio *bio);
+void fsverity_enqueue_verify_work(struct work_struct *work);
 
-/* measure.c */
-int fsverity_ioctl_measure(struct file *filp, void __user *arg);
-int fsverity_get_digest(struct inode *inode,
-			u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
-			u8 *alg, enum hash_algo *halg);
-
-/* open.c */
-int __fsverity_file_open(struct inode *inode, struct file *filp);
+/* Called from ->open() and ->evict_inode() (open.c) */
+int __fsverity_file_open(struct inode *inode, struct file *file);
 void __fsverity_cleanup_inode(struct inode *inode);
 
 /**
@@ -104,13 +99,15 @@ static inline void fsverity_cleanup_inode(struct inode *inode)
 		__fsverity_cleanup_inode(inode);
 }
 
-/* read_metadata.c */
-int fsverity_ioctl_read_metadata(struct file *filp, const void __user *uarg);
+/* The three ioctls (enable.c, measure.c, read_metadata.c) */
+int fsverity_ioctl_enable(struct file *file, const void __user *uarg);
+int fsverity_ioctl_measure(struct file *file, void __user *uarg);
+int fsverity_ioctl_read_metadata(struct file *file, const void __user *uarg);
 
-/* verify.c */
-bool fsverity_verify_blocks(struct folio *folio, size_t len, size_t offset);
-void fsverity_verify_bio(struct bio *bio);
-void fsverity_enqueue_verify_work(struct work_struct *work);
+/* For IMA, IPE and overlayfs (measure.c) */
+int fsverity_get_digest(struct inode *inode,
+			u8 digest[FS_VERITY_MAX_DIGEST_SIZE],
+			u8 *alg_num, enum hash_algo *hash_algo);
 
 #else /* !CONFIG_FS_VERITY */
 
@@ -124,35 +121,22 @@ static inline struct fsverity_info *fsverity_get_info(const struct inode *inode)
 	return NULL;
 }
 
-static inline int fsverity_ioctl_enable(struct file *filp,
-					const void __user *arg)
+/* Nothing is verity, so nothing is ever verified: reaching these is a bug */
+static inline void fsverity_enqueue_verify_work(struct work_struct *work)
 {
-	return -EOPNOTSUPP;
-}
-
-static inline int fsverity_ioctl_measure(struct file *filp, void __user *arg)
-{
-	return -EOPNOTSUPP;
-}
-
-static inline int fsverity_get_digest(struct inode *inode,
-				      u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
-				      u8 *alg, enum hash_algo *halg)
-{
-	return 0;	/* digest size 0: not a verity file */
-}
-
-static inline int __fsverity_file_open(struct inode *inode, struct file *filp)
-{
-	return -EOPNOTSUPP;
+	WARN_ON_ONCE(true);
 }
 
 static inline void fsverity_cleanup_inode(struct inode *inode)
 {
 }
 
-static inline int fsverity_ioctl_read_metadata(struct file *filp,
-					       const void __user *uarg)
+static inline void fsverity_verify_bio(struct bio *bio)
+{
+	WARN_ON_ONCE(true);
+}
+
+static inline int __fsverity_file_open(struct inode *inode, struct file *file)
 {
 	return -EOPNOTSUPP;
 }
@@ -160,43 +144,35 @@ static inline int fsverity_ioctl_read_metadata(struct file *filp,
 static inline bool fsverity_verify_blocks(struct folio *folio, size_t len,
 					  size_t offset)
 {
-	WARN_ON_ONCE(1);
+	WARN_ON_ONCE(true);
 	return false;
 }
 
-static inline void fsverity_verify_bio(struct bio *bio)
+static inline int fsverity_ioctl_enable(struct file *file,
+					const void __user *uarg)
 {
-	WARN_ON_ONCE(1);
+	return -EOPNOTSUPP;
 }
 
-static inline void fsverity_enqueue_verify_work(struct work_struct *work)
+static inline int fsverity_ioctl_measure(struct file *file, void __user *uarg)
 {
-	WARN_ON_ONCE(1);
+	return -EOPNOTSUPP;
+}
+
+static inline int fsverity_ioctl_read_metadata(struct file *file,
+					       const void __user *uarg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int fsverity_get_digest(struct inode *inode,
+				      u8 digest[FS_VERITY_MAX_DIGEST_SIZE],
+				      u8 *alg_num, enum hash_algo *hash_algo)
+{
+	return 0;	/* digest size 0: not a verity file */
 }
 
 #endif /* !CONFIG_FS_VERITY */
-
-/**
- * fsverity_verify_folio() - verify a whole folio just read from a verity file
- * @folio: the folio, locked and not yet uptodate
- *
- * Return: true if every block of @folio matches the Merkle tree
- */
-static inline bool fsverity_verify_folio(struct folio *folio)
-{
-	return fsverity_verify_blocks(folio, folio_size(folio), 0);
-}
-
-/**
- * fsverity_verify_page() - verify a whole page just read from a verity file
- * @page: the page, locked and not yet uptodate
- *
- * Return: true if every block of @page matches the Merkle tree
- */
-static inline bool fsverity_verify_page(struct page *page)
-{
-	return fsverity_verify_blocks(page_folio(page), PAGE_SIZE, 0);
-}
 
 /**
  * fsverity_active() - must reads of this inode be verified?
@@ -215,20 +191,40 @@ static inline bool fsverity_active(const struct inode *inode)
 }
 
 /**
+ * fsverity_verify_page() - verify a whole page just read from a verity file
+ * @page: the page, locked and not yet uptodate
+ *
+ * Return: true if every block of @page matches the Merkle tree
+ */
+static inline bool fsverity_verify_page(struct page *page)
+{
+	return fsverity_verify_blocks(page_folio(page), PAGE_SIZE, 0);
+}
+
+/**
+ * fsverity_verify_folio() - verify a whole folio just read from a verity file
+ * @folio: the folio, locked and not yet uptodate
+ *
+ * Return: true if every block of @folio matches the Merkle tree
+ */
+static inline bool fsverity_verify_folio(struct folio *folio)
+{
+	return fsverity_verify_blocks(folio, folio_size(folio), 0);
+}
+
+/**
  * fsverity_file_open() - the ->open() hook for files that may be verity
  * @inode: the inode being opened
- * @filp: the file being set up
+ * @file: the file being set up
  *
  * A verity file cannot be opened for writing, and its verity state is
  * loaded (and its signature checked) at the first open.
  *
  * Return: 0 on success, -EPERM for an open for write, or another -errno
  */
-static inline int fsverity_file_open(struct inode *inode, struct file *filp)
+static inline int fsverity_file_open(struct inode *inode, struct file *file)
 {
-	if (IS_VERITY(inode))
-		return __fsverity_file_open(inode, filp);
-	return 0;
+	return IS_VERITY(inode) ? __fsverity_file_open(inode, file) : 0;
 }
 
 #endif /* _LINUX_FSVERITY_H */
