@@ -58,7 +58,8 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 		goto out_free_desc;
 	}
 
-	err = fsv_tree_init(&tree, inode, desc->hash_algorithm,
+	/* The argument's number, not the descriptor's u8 that may wrap */
+	err = fsv_tree_init(&tree, inode, arg->hash_algorithm,
 			    desc->log_blocksize, desc->salt, desc->salt_size,
 			    le64_to_cpu(desc->data_size));
 	if (err)

@@ -18,11 +18,12 @@
 #define FSV_MAX_LEVELS		8
 
 /*
- * The "verified" bitmap has one bit per tree block.  Bound it (8 MiB) so a
- * hostile data_size cannot ask for an absurd allocation; this still covers
- * 2 TiB with 1024-byte blocks and 32 TiB with 4096-byte SHA-256 blocks.
+ * Tree blocks smaller than a page need the "verified" bitmap, one bit per
+ * tree block.  Bound it to 1 MiB, as mainline does: a file that either
+ * kernel enables must open under the other, so the limits must agree.
+ * With page-sized blocks the page's PG_checked serves and there is no bound.
  */
-#define FSV_MAX_TREE_BLOCKS	BIT_ULL(26)
+#define FSV_MAX_BITMAP_BLOCKS	BIT_ULL(23)
 
 /* Largest signature: whatever the descriptor leaves of the size bound */
 #define FSV_MAX_SIG_SIZE	(FS_VERITY_MAX_DESCRIPTOR_SIZE - \
@@ -79,9 +80,10 @@ struct fsv_tree {
  * @tree: shape of its Merkle tree
  * @inode: the inode it belongs to
  * @stats: its filesystem's counters, or NULL
- * @verified: one bit per tree block, set once the block was checked against
- *	its parent (or the root hash).  Bits of a page are only trusted while
- *	that page stays in the page cache; see verify.c.
+ * @verified: for tree blocks smaller than a page, one bit per tree block,
+ *	set once the block was checked against its parent (or the root hash);
+ *	NULL with page-sized blocks, where PG_checked says it.  Either is only
+ *	trusted while the page stays in the page cache; see verify.c.
  * @root_hash: hash of the tree's root block (of the data when it is one
  *	block, all zeroes when it is empty)
  * @file_digest: the digest FS_IOC_MEASURE_VERITY reports

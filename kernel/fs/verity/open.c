@@ -82,7 +82,7 @@ int fsv_tree_init(struct fsv_tree *tree, const struct inode *inode,
 		tree->level_start[level] = start;
 		start += level_blocks[level];
 	}
-	if (start > FSV_MAX_TREE_BLOCKS) {
+	if (log_block_size != PAGE_SHIFT && start > FSV_MAX_BITMAP_BLOCKS) {
 		fsv_err(inode, "Merkle tree would have too many blocks");
 		return -EFBIG;
 	}
@@ -162,7 +162,7 @@ struct fsverity_info *fsv_info_create(const struct inode *inode,
 	if (err)
 		goto fail;
 
-	if (vi->tree.num_blocks) {
+	if (vi->tree.num_blocks && vi->tree.log_block_size != PAGE_SHIFT) {
 		vi->verified = kvcalloc(BITS_TO_LONGS(vi->tree.num_blocks),
 					sizeof(unsigned long), GFP_KERNEL);
 		if (!vi->verified) {

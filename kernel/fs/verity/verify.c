@@ -11,9 +11,11 @@
  *
  * That memory is only as good as the page holding the tree block: once the
  * page is evicted, the next read may bring different bytes from the disk.
- * A page newly handed out by the filesystem has PG_checked clear; the first
- * user clears the page's bits in the bitmap and then sets PG_checked, so a
- * bit is only ever trusted for the page instance it was set on.
+ * A page newly handed out by the filesystem has PG_checked clear.  With
+ * page-sized tree blocks, PG_checked is the memory itself.  With smaller
+ * blocks, the first user of a new page clears the page's bits in the
+ * bitmap and then sets PG_checked, so a bit is only ever trusted for the
+ * page instance it was set on.
  */
 
 #include "internal.h"
@@ -35,6 +37,10 @@ static bool fsv_block_verified(struct fsverity_info *vi, struct page *page,
 	const unsigned int shift = PAGE_SHIFT - vi->tree.log_block_size;
 	u64 first, last;
 
+	/* A page-sized block is verified iff this instance of it was */
+	if (!vi->verified)
+		return PageChecked(page);
+
 	if (PageChecked(page)) {
 		/* Pairs with smp_wmb() below: see the bits it cleared */
 		smp_rmb();
@@ -55,6 +61,15 @@ static bool fsv_block_verified(struct fsverity_info *vi, struct page *page,
 	smp_wmb();
 	SetPageChecked(page);
 	return false;
+}
+
+static void fsv_set_verified(struct fsverity_info *vi, struct page *page,
+			     u64 block)
+{
+	if (vi->verified)
+		set_bit(block, vi->verified);
+	else
+		SetPageChecked(page);
 }
 
 /* One unverified tree block on the way from a data block to the root */
@@ -222,8 +237,8 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 		want_hash = want;
 		fsv_count(vi, FSV_STAT_TREE_HASHED, 1);
 		trace_fsverity_tree_block_hashed(inode, step->block, depth - 1);
-		/* Set while the page is held, so the bit is for this instance */
-		set_bit(step->block, vi->verified);
+		/* Set while the page is held, so it is for this instance */
+		fsv_set_verified(vi, step->page, step->block);
 		depth--;
 		if (depth == 0)
 			fsv_keep_leaf(v, step->page, step->block);
