@@ -21,7 +21,7 @@ done
 cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G
 	-nographic -no-reboot -nic none
 	-kernel "$kernel" -initrd "$initrd"
-	-append "console=ttyS0 panic=-1 fsv.mode=$mode fsv.boot=$boot $extra"
+	-append "console=ttyS0 panic=-1 no_timer_check fsv.mode=$mode fsv.boot=$boot $extra"
 	"${drives[@]}")
 
 if [ -t 0 ] && [ -t 1 ]; then
