@@ -16,6 +16,14 @@ extra=
 [ -z "${TESTS:-}" ] || extra="$extra fsv.tests=$(echo $TESTS | tr ' ' ',')"
 [ -z "${FS:-}" ] || extra="$extra fsv.fs=$(echo $FS | tr ' ' ',')"
 
+# one check per kernel at a time: a second one would share the disks and logs
+mkdir -p "$top/build"
+exec 8>"$top/build/.check-$name.lock"
+if ! flock -n 8; then
+	echo "check: waiting for another make check of $name (build/.check-$name.lock)"
+	flock 8
+fi
+
 if ! "$top/scripts/build.sh" "$kernel" "$debug"; then
 	echo "FAIL build/$name: the kernel does not build (build/logs/build-$name.log)"
 	echo "0 passed, 1 failed"
@@ -30,6 +38,13 @@ initrd=$top/build/initramfs${ifs_suffix:+-$ifs_suffix}.cpio.gz
 
 disks=$top/build/disks/check-$name
 logs=$top/build/logs
+# one run per kernel at a time: they share the disks and the logs
+mkdir -p "$top/build/disks"
+exec 8>"$top/build/disks/check-$name.lock"
+if ! flock -n 8; then
+	echo "check: waiting for another check of $name (build/disks/check-$name.lock)"
+	flock 8
+fi
 rm -rf "$disks"
 mkdir -p "$disks" "$logs"
 results=$logs/check-$name.results
