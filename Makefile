@@ -1,6 +1,7 @@
 # Front door.  KERNEL=ours|upstream (default ours), DEBUG=1 for sanitizers.
 #   make run      boot ours with four verity filesystems (demo if no terminal)
 #   make check    build, boot twice, one line per test, "N passed, N failed"
+#   make bench    ours vs mainline, alternating boots (build/bench/)
 #   make series   export + verify the patch series (build/series/)
 #   make kernel   just build build/$(KERNEL)[-debug]/bzImage
 KERNEL ?= ours
@@ -29,8 +30,8 @@ check: deps
 series: deps
 	scripts/series.sh
 
-bench:
-	@echo "make bench: not yet implemented" >&2; exit 1
+bench: deps
+	bench/run.sh
 
 clean:
 	rm -rf build/obj build/ours build/upstream build/ours-debug \

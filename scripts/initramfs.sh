@@ -21,7 +21,7 @@ fsverity keyctl openssl"
 CFLAGS="-static -O2 -Wall -Wextra -Werror"
 
 srcs() {
-	ls "$top"/tests/*.c "$top"/tests/*.h
+	ls "$top"/tests/*.c "$top"/tests/*.h "$top"/bench/*.c "$top"/bench/guest.sh
 	[ -z "$extra" ] || ls "$extra"/*.c
 }
 
@@ -74,6 +74,12 @@ done
 cp /etc/mke2fs.conf etc/
 cp -L /usr/lib/ssl/openssl.cnf usr/lib/ssl/openssl.cnf
 cp "$bindir"/* tests/bin/
+# the benchmark (make bench): bench/*.c are whole programs
+mkdir -p bench
+for c in "$top"/bench/*.c; do
+	gcc $CFLAGS -pthread -o "bench/$(basename "$c" .c)" "$c"
+done
+cp "$top/bench/guest.sh" bench/guest.sh
 cp "$top/tests/guest/init" init
 chmod 755 init
 [ -e dev/console ] || mknod dev/console c 5 1 2>/dev/null || true

@@ -1,0 +1,72 @@
+#!/bin/bash
+# Summarise build/bench/results.csv: median and min-max per kernel, the
+# ratio ours/mainline, and ours as a fraction of the in-guest limit
+# min(plain read, all-CPU SHA-256 rate).  Also draws ratios.png with gnuplot.
+set -eu
+csv=${1:?usage: summary.sh results.csv}
+dir=$(dirname "$csv")
+
+# fs,workload,kernel,median,min,max,unit
+stats=$(tail -n +2 "$csv" | sort -t, -k3,3 -k4,4 -k2,2 -k5,5g | awk -F, '
+	function flush() {
+		if (n) printf "%s,%s,%s,%s,%s,%s,%s\n", key_fs, key_wl, key_k,
+			(n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2),
+			v[1], v[n], unit
+		n = 0
+	}
+	{
+		if ($3 != key_fs || $4 != key_wl || $2 != key_k) flush()
+		key_fs = $3; key_wl = $4; key_k = $2; unit = $6
+		v[++n] = $5
+	}
+	END { flush() }')
+
+echo "$stats" | awk -F, '
+	{
+		med[$1, $2, $3] = $4; lo[$1, $2, $3] = $5; hi[$1, $2, $3] = $6
+		unit[$1, $2] = $7
+		if (!(($1, $2) in seen)) { seen[$1, $2] = 1; order[++n] = $1 SUBSEP $2 }
+	}
+	function limit(fs, wl,   h, p) {
+		h = med[fs, "limit_sha256_allcpu", "ours"]
+		p = med[fs, "seqread_plain", "ours"]
+		if (wl == "enable_warm") return h
+		if (wl == "enable_cold" || wl == "seqread_verity") return (p < h ? p : h)
+		return 0
+	}
+	END {
+		printf "%-7s %-20s %-8s %24s %24s %9s %8s\n", "fs", "workload", "unit",
+			"mainline med (min-max)", "ours med (min-max)", "ours/main", "ours/lim"
+		for (i = 1; i <= n; i++) {
+			split(order[i], k, SUBSEP); fs = k[1]; wl = k[2]
+			m = med[fs, wl, "upstream"]; o = med[fs, wl, "ours"]
+			r = (m > 0 ? sprintf("%.2f", o / m) : "-")
+			l = limit(fs, wl)
+			f = (l > 0 ? sprintf("%.2f", o / l) : "")
+			printf "%-7s %-20s %-8s %9.1f (%5.1f-%5.1f) %9.1f (%5.1f-%5.1f) %9s %8s\n",
+				fs, wl, unit[fs, wl], m, lo[fs, wl, "upstream"], hi[fs, wl, "upstream"],
+				o, lo[fs, wl, "ours"], hi[fs, wl, "ours"], r, f
+		}
+		print ""
+		print "Under QEMU TCG absolute numbers mean little: only the ratios of one run"
+		print "compare.  For \"us\" (latency) lower is better; for all else higher is."
+	}'
+
+# chart: ours/mainline per workload and filesystem (1.0 = parity)
+command -v gnuplot >/dev/null || exit 0
+echo "$stats" | awk -F, '
+	{ med[$1 "/" $2, $3] = $4; if (!(($1 "/" $2) in s)) { s[$1 "/" $2]; o[++n] = $1 "/" $2 } }
+	END { for (i = 1; i <= n; i++) if (med[o[i], "upstream"] > 0)
+		printf "%s %.3f\n", o[i], med[o[i], "ours"] / med[o[i], "upstream"] }' \
+	>"$dir/ratios.dat"
+gnuplot <<GP
+set terminal png size 1200,600
+set output "$dir/ratios.png"
+set title "fs-verity: ours / mainline 6.12 (median of rounds; latency: lower is better)"
+set style data histogram
+set style fill solid
+set xtics rotate by -45
+set yrange [0:*]
+set grid ytics
+plot "$dir/ratios.dat" using 2:xtic(1) title "ours/mainline", 1 with lines title "parity"
+GP
