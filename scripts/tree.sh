@@ -55,9 +55,26 @@ fi
 # not-yet-added files of kernel/ under its path prefixes ("ALL" = all the rest).
 # To split the series into logical commits, add steps here.
 OVERLAY_STEPS=(
-"ALL|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
+"include/trace/events/fsverity.h|fs-verity: add trace events|Trace events for enabling (start and end), for tree blocks hashed,
+for the verified-block cache's hits and misses, for data blocks
+verified, and for verification failures.  Nothing uses them yet; the
+new implementation in the next commit does."
+"fs/verity include/linux/fsverity.h include/uapi/linux/fsverity.h|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
 in-kernel API of include/linux/fsverity.h, the UAPI and the on-disk
-format, so that ext4, f2fs, btrfs and the other callers work unchanged."
+format, so that ext4, f2fs, btrfs and the other callers work unchanged.
+
+One file per concern around a private internal.h: enable.c (the
+ioctl), build.c (the Merkle tree, hashed on all CPUs in bounded
+batches), open.c (descriptor and per-inode state), verify.c (read
+verification: the last good leaf carried between blocks, large bios
+split over CPUs, tree readahead for the whole bio), measure.c,
+read_metadata.c, hash.c, signature.c, stats.c (per-filesystem counters
+in /sys/fs/verity/<dev>/) and init.c."
+"Documentation|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
+every errno, the digest computation, built-in signatures and their
+limits, filesystem support, how verification and enabling work, the
+statistics and tracepoints, and an FAQ."
+"ALL|fs-verity: add the remaining files|Files of the overlay that no earlier step took."
 )
 kdir=${OVERLAY_DIR:-$top/kernel}
 idx=$src/.ours-index
@@ -82,14 +99,19 @@ remaining=$(cd "$kdir" 2>/dev/null && find . -type f \
 	! -path './patches/*' ! -path './config/*' | sed 's|^\./||' | LC_ALL=C sort || true)
 
 g read-tree "$parent"
-if [ -n "$(find "$kdir/fs/verity" -type f 2>/dev/null | head -n1)" ]; then
-	# our code (once it has any file; git keeps no empty dirs) replaces the
-	# tree's fs/verity wholesale, in the first step
-	g rm -q -r --cached --ignore-unmatch fs/verity >/dev/null
-fi
+replaced=
 for step in "${OVERLAY_STEPS[@]}"; do
 	prefixes=${step%%|*}; rest=${step#*|}
 	subject=${rest%%|*}; body=${rest#*|}
+	# our code (once it has any file; git keeps no empty dirs) replaces the
+	# tree's fs/verity wholesale, in the step that adds it
+	case " $prefixes " in *" fs/verity "*|*" ALL "*)
+		if [ -z "$replaced" ] &&
+		   [ -n "$(find "$kdir/fs/verity" -type f 2>/dev/null | head -n1)" ]; then
+			g rm -q -r --cached --ignore-unmatch fs/verity >/dev/null
+			replaced=1
+		fi ;;
+	esac
 	take= keep=
 	while IFS= read -r f; do
 		[ -n "$f" ] || continue
