@@ -1,6 +1,6 @@
 #!/bin/bash
 # The test run: build, boot twice on fresh disks, report.
-#   KERNEL=ours|upstream DEBUG=0|1 TESTS="a b" FS="ext4 f2fs" scripts/check.sh
+#   KERNEL=ours|upstream DEBUG=0|1 TESTS="a b" FS="ext4 f2fs" LINT=0|1 scripts/check.sh
 # Prints one PASS/FAIL/SKIP line per test and ends with "N passed, N failed".
 set -eu
 
@@ -59,6 +59,11 @@ for boot in 1 2; do
 	echo "check: boot $boot took $(( $(date +%s) - start ))s$([ "$rc" = 124 ] && echo ", TIMED OUT")"
 	awk -v boot="boot$boot" -f "$top/scripts/parse-log.awk" "$log" | tee -a "$results"
 done
+
+# the code-quality gates (checkpatch, sparse, W=1) on our code
+if [ "$kernel" = ours ] && [ "${LINT:-1}" = 1 ]; then
+	"$top/scripts/lint.sh" | grep -v "^RUN " | tee -a "$results"
+fi
 
 echo "check: $name: $(grep -c '^SKIP' "$results" || true) skipped"
 pass=$(grep -c '^PASS' "$results" || true)

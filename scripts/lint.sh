@@ -1,0 +1,35 @@
+#!/bin/bash
+# Code-quality gates for our fs-verity, as test verdict lines for make check:
+#   lint/series      make series: the series git-ams onto pristine and
+#                    checkpatch.pl --strict finds no error and no warning
+#   lint/sparse-w1   fs/verity/ rebuilt with sparse (C=2) and W=1: no warning
+# Needs build/ours already built (check.sh builds it first).
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+log=$top/build/logs/lint.log
+mkdir -p "$top/build/logs"
+
+echo "RUN lint/series"
+if SERIES_STRICT=1 "$top/scripts/series.sh" >"$log" 2>&1; then
+	echo "PASS lint/series"
+else
+	grep -E 'FAILED|ERROR|WARNING|total' "$log" | head -n 20 | sed 's/^/# /'
+	echo "FAIL lint/series: checkpatch or git am (build/logs/lint.log)"
+fi
+
+echo "RUN lint/sparse-w1"
+exec 9>"$top/build/.lock"
+flock 9
+# touch nothing in the tree: force the recheck by removing the objects
+rm -f "$top"/build/obj/ours/fs/verity/*.o
+if ! make -C "$top/build/src/ours" O="$top/build/obj/ours" ARCH=x86_64 -j2 \
+	C=2 W=1 fs/verity/ >"$log.sparse" 2>&1; then
+	tail -n 20 "$log.sparse" | sed 's/^/# /'
+	echo "FAIL lint/sparse-w1: fs/verity does not build (build/logs/lint.log.sparse)"
+elif grep -E 'fs/verity/.*(warning|error):' "$log.sparse" >/dev/null; then
+	grep -E 'fs/verity/.*(warning|error):' "$log.sparse" | head -n 20 | sed 's/^/# /'
+	echo "FAIL lint/sparse-w1: warnings in fs/verity (build/logs/lint.log.sparse)"
+else
+	echo "PASS lint/sparse-w1"
+fi
