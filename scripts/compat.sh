@@ -22,6 +22,12 @@ timeout=${COMPAT_TIMEOUT:-1500}
 fsarg=
 [ -z "${FS:-}" ] || fsarg="fsv.fs=$(echo "$FS" | tr ' ' ',')"
 mkdir -p "$work" "$logs"
+# one run at a time: the disks and the corpus under build/ are shared
+exec 8>"$work/.lock"
+if ! flock -n 8; then
+	echo "compat: waiting for another compat run (build/compat/.lock)"
+	flock 8
+fi
 failed=0
 verdict() { # PASS|FAIL|SKIP name [reason]
 	echo "$1 $2${3:+: $3}"
