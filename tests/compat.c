@@ -648,6 +648,7 @@ static void examine(const struct ent *e, const char *path, int check_data,
 	struct statx stx;
 
 	memset(m, 0, sizeof(*m));
+	memset(&stx, 0, sizeof(stx));
 	strcpy(m->digest, "-");
 	strcpy(m->tree_sha, "-");
 	strcpy(m->desc_sha, "-");
