@@ -36,4 +36,4 @@ bench: deps
 clean:
 	rm -rf build/obj build/ours build/upstream build/ours-debug \
 		build/upstream-debug build/initramfs* build/tests-bin* \
-		build/disks build/logs build/series
+		build/disks build/logs build/series build/compat

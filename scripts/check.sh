@@ -65,6 +65,15 @@ if [ "$kernel" = ours ] && [ "${LINT:-1}" = 1 ]; then
 	"$top/scripts/lint.sh" | grep -v "^RUN " | tee -a "$results"
 fi
 
+# the differential compatibility suite: ours vs upstream vs the host's
+# fsverity-utils, three boots of its own (scripts/compat.sh, COMPAT=0 skips it)
+if [ "${COMPAT:-1}" = 0 ] || [ "$debug" = 1 ] ||
+	! case " ${TESTS:-compat} " in *" compat "*) true ;; *) false ;; esac; then
+	echo "SKIP compat: not asked for (COMPAT=0, DEBUG=1 or TESTS without compat)" | tee -a "$results"
+else
+	"$top/scripts/compat.sh" 2>&1 | tee -a "$results" || true
+fi
+
 echo "check: $name: $(grep -c '^SKIP' "$results" || true) skipped"
 pass=$(grep -c '^PASS' "$results" || true)
 failed=$(grep -c '^FAIL' "$results" || true)
