@@ -23,6 +23,10 @@ BEGIN {
 		"Unable to handle|invalid opcode|stack-protector|list_add corruption|list_del corruption"
 }
 { sub(/\r$/, "") }
+# verdicts written through /dev/kmsg carry the kernel's timestamp
+/^\[ *[0-9]+\.[0-9]+\] (RUN|PASS|FAIL|SKIP) [^ ]|^\[ *[0-9]+\.[0-9]+\] FSV-DONE/ {
+	sub(/^\[ *[0-9]+\.[0-9]+\] /, "")
+}
 /^RUN [^ ]+$/ {
 	flush_running("no verdict (the test program died)")
 	running = $2; splat[running] = ""

@@ -9,6 +9,13 @@ kernel=${KERNEL:-ours}
 debug=${DEBUG:-0}
 name=$kernel$([ "$debug" = 1 ] && echo -debug || true)
 
+# one run per kernel at a time: a second one would share the disks and log
+mkdir -p "$top/build"
+exec 8>"$top/build/.run-$name.lock"
+if ! flock -n 8; then
+	echo "run: waiting for another make run of $name (build/.run-$name.lock)"
+	flock 8
+fi
 "$top/scripts/build.sh" "$kernel" "$debug"
 "$top/scripts/initramfs.sh"
 disks=$top/build/disks/run-$name

@@ -10,6 +10,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 dir=$top/build/proof-tests
 out=$top/build/verdict-proof.txt
 mkdir -p "$dir"
+# the broken tests never outlive this run
+trap 'rm -rf "$dir" "$top"/build/initramfs-proof* "$top"/build/tests-bin-proof' EXIT
 cat >"$dir/proof.c" <<'C'
 #include <fcntl.h>
 #include <unistd.h>

@@ -33,6 +33,13 @@ static const char *area = "";
 static struct test_case *tests[MAX_TESTS];
 static int ntests;
 static int result_fd = -1;	/* child -> parent: "F<reason>" or "S<reason>" */
+/*
+ * With FSV_KMSG=1 (set by the guest runner) RUN/PASS/FAIL/SKIP lines go
+ * through /dev/kmsg: printk serialises them with the kernel's own messages,
+ * so on the serial console they are never torn by a concurrent printk and
+ * a splat lands between the RUN and the verdict of the test that caused it.
+ */
+static int kmsg_fd = -1;
 
 void test_register(struct test_case *tc)
 {
@@ -69,6 +76,35 @@ static void out_line(const char *fmt, ...)
 		_exit(3);
 }
 
+/* a RUN/PASS/FAIL/SKIP line: one kmsg record, or one line on stdout */
+static void verdict_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void verdict_line(const char *fmt, ...)
+{
+	char buf[1000];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	for (int i = 0; i < n; i++)
+		if (buf[i] == '\n' || buf[i] == '\r')
+			buf[i] = ' ';
+	fflush(stdout);
+	fflush(stderr);
+	/* the newline ends the record: without it printk keeps it open for a
+	 * continuation and the console shows it only with the next message */
+	buf[n] = '\n';
+	if (kmsg_fd >= 0 && write(kmsg_fd, buf, n + 1) == n + 1)
+		return;
+	buf[n] = '\0';
+	out_line("%s", buf);
+}
+
 static void __attribute__((noreturn)) finish(char kind, const char *fmt, va_list ap)
 {
 	char buf[2048];
@@ -86,7 +122,7 @@ static void __attribute__((noreturn)) finish(char kind, const char *fmt, va_list
 		_exit(kind == 'S' ? 2 : 1);
 	}
 	/* not under main(): print and exit */
-	out_line("%s %s: %s", kind == 'S' ? "SKIP" : "FAIL", test_name, buf + 1);
+	verdict_line("%s %s: %s", kind == 'S' ? "SKIP" : "FAIL", test_name, buf + 1);
 	exit(kind == 'S' ? 0 : 1);
 }
 
@@ -538,12 +574,12 @@ static int run_one(struct test_case *tc)
 
 	snprintf(name, sizeof(name), "%s/%s/%s", area, env.fs, tc->name);
 	test_name = name;
-	out_line("RUN %s", name);
+	verdict_line("RUN %s", name);
 	if (pipe2(pfd, O_CLOEXEC))
 		exit(2);
 	pid = fork();
 	if (pid < 0) {
-		out_line("FAIL %s: fork: %s", name, strerror(errno));
+		verdict_line("FAIL %s: fork: %s", name, strerror(errno));
 		return 1;
 	}
 	if (pid == 0) {
@@ -579,7 +615,7 @@ static int run_one(struct test_case *tc)
 			if (waitpid(pid, &status, WNOHANG) != pid)
 				out_line("# %s: child %d does not die (stuck in the kernel?)",
 					 name, pid);
-			out_line("FAIL %s: timeout after %d s (SIGALRM had no effect)",
+			verdict_line("FAIL %s: timeout after %d s (SIGALRM had no effect)",
 				 name, timeout);
 			close(pfd[0]);
 			return 1;
@@ -594,32 +630,32 @@ static int run_one(struct test_case *tc)
 		n = 0;
 	msg[n] = '\0';
 	if (status == -1) {
-		out_line("FAIL %s: waitpid: %s", name, strerror(errno));
+		verdict_line("FAIL %s: waitpid: %s", name, strerror(errno));
 		return 1;
 	}
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 
 		if (sig == SIGALRM)
-			out_line("FAIL %s: timeout after %d s", name, timeout);
+			verdict_line("FAIL %s: timeout after %d s", name, timeout);
 		else
-			out_line("FAIL %s: killed by signal %d (%s)", name, sig,
+			verdict_line("FAIL %s: killed by signal %d (%s)", name, sig,
 				 strsignal(sig));
 		return 1;
 	}
 	if (WEXITSTATUS(status) == 0 && !n) {
-		out_line("PASS %s", name);
+		verdict_line("PASS %s", name);
 		return 0;
 	}
 	if (WEXITSTATUS(status) == 2 && msg[0] == 'S') {
-		out_line("SKIP %s: %s", name, msg + 1);
+		verdict_line("SKIP %s: %s", name, msg + 1);
 		return 2;
 	}
 	if (msg[0] == 'F') {
-		out_line("FAIL %s: %s", name, msg + 1);
+		verdict_line("FAIL %s: %s", name, msg + 1);
 		return 1;
 	}
-	out_line("FAIL %s: exited with status %d", name, WEXITSTATUS(status));
+	verdict_line("FAIL %s: exited with status %d", name, WEXITSTATUS(status));
 	return 1;
 }
 
@@ -636,6 +672,9 @@ int main(int argc, char **argv)
 	env.mnt = getenv("MNT");
 	env.mkfs = getenv("MKFS") ? getenv("MKFS") : "";
 	env.mount_opts = getenv("MOUNT_OPTS") ? getenv("MOUNT_OPTS") : "";
+	b = getenv("FSV_KMSG");
+	if (b && *b == '1')
+		kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 	b = getenv("BOOT");
 	env.boot = b ? atoi(b) : 1;
 
@@ -653,7 +692,7 @@ int main(int argc, char **argv)
 		for (int j = 0; j < ntests; j++)
 			found |= !strcmp(argv[i], tests[j]->name);
 		if (!found) {
-			out_line("FAIL %s/%s/%s: no such test", area, env.fs, argv[i]);
+			verdict_line("FAIL %s/%s/%s: no such test", area, env.fs, argv[i]);
 			failed++;
 		}
 	}
