@@ -4,7 +4,7 @@ set -eu
 PKGS="linux-source-6.12 qemu-system-x86 busybox-static e2fsprogs f2fs-tools
 btrfs-progs fsverity keyutils openssl bc flex bison libelf-dev libssl-dev
 cpio sparse gnuplot-nox gcc make libc6-dev xz-utils git coreutils util-linux
-gzip perl python3 python3-ply"
+gzip perl python3 python3-ply python3-git"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' ||

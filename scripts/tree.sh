@@ -54,12 +54,11 @@ fi
 # The overlay is committed as an ordered list of steps; each step takes the
 # not-yet-added files of kernel/ under its path prefixes ("ALL" = all the rest).
 # To split the series into logical commits, add steps here.
+# A prefix "@name.patch" applies kernel/patches/name.patch in that step
+# instead of as a commit of its own (e.g. the MAINTAINERS lines for the
+# files the step adds).
 OVERLAY_STEPS=(
-"include/trace/events/fsverity.h|fs-verity: add trace events|Trace events for enabling (start and end), for tree blocks hashed,
-for the verified-block cache's hits and misses, for data blocks
-verified, and for verification failures.  Nothing uses them yet; the
-new implementation in the next commit does."
-"fs/verity include/linux/fsverity.h include/uapi/linux/fsverity.h|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
+"fs/verity include/linux/fsverity.h include/uapi/linux/fsverity.h include/trace/events/fsverity.h @maintainers-trace-events.patch|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
 in-kernel API of include/linux/fsverity.h, the UAPI and the on-disk
 format, so that ext4, f2fs, btrfs and the other callers work unchanged.
 
@@ -69,7 +68,10 @@ batches), open.c (descriptor and per-inode state), verify.c (read
 verification: the last good leaf carried between blocks, large bios
 split over CPUs, tree readahead for the whole bio), measure.c,
 read_metadata.c, hash.c, signature.c, stats.c (per-filesystem counters
-in /sys/fs/verity/<dev>/) and init.c."
+in /sys/fs/verity/<dev>/) and init.c.  New trace events in
+include/trace/events/fsverity.h cover enabling, tree blocks hashed, the
+verified-block cache's hits and misses, data blocks verified and
+verification failures."
 "Documentation|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
 every errno, the digest computation, built-in signatures and their
 limits, filesystem support, how verification and enabling work, the
@@ -99,7 +101,7 @@ remaining=$(cd "$kdir" 2>/dev/null && find . -type f \
 	! -path './patches/*' ! -path './config/*' | sed 's|^\./||' | LC_ALL=C sort || true)
 
 g read-tree "$parent"
-replaced=
+replaced= folded=
 for step in "${OVERLAY_STEPS[@]}"; do
 	prefixes=${step%%|*}; rest=${step#*|}
 	subject=${rest%%|*}; body=${rest#*|}
@@ -122,6 +124,12 @@ for step in "${OVERLAY_STEPS[@]}"; do
 		if [ -n "$hit" ]; then take+=$f$'\n'; else keep+=$f$'\n'; fi
 	done <<<"$remaining"
 	remaining=$keep
+	for pre in $prefixes; do
+		case $pre in @*)
+			g apply --cached --whitespace=nowarn "$kdir/patches/${pre#@}"
+			folded+=" ${pre#@}" ;;
+		esac
+	done
 	printf '%s' "$take" | while IFS= read -r f; do
 		mode=100644
 		[ -x "$kdir/$f" ] && mode=100755
@@ -134,6 +142,7 @@ done
 
 for p in "$kdir"/patches/*.patch; do
 	[ -e "$p" ] || continue
+	case " $folded " in *" $(basename "$p") "*) continue ;; esac
 	g apply --cached --whitespace=nowarn "$p"
 	subj=$(sed -n 's/^Subject: *\(\[PATCH[^]]*\] *\)\{0,1\}//p' "$p" | head -n1)
 	[ -n "$subj" ] || subj="fs-verity: $(basename "$p" .patch)"
