@@ -2,13 +2,14 @@
 #   make run      boot ours with four verity filesystems (demo if no terminal)
 #   make check    build, boot twice, one line per test, "N passed, N failed"
 #   make bench    ours vs mainline, alternating boots (build/bench/)
+#   make soak     long robustness runs: soak, hostile metadata, faults, power cuts
 #   make series   export + verify the patch series (build/series/)
 #   make kernel   just build build/$(KERNEL)[-debug]/bzImage
 KERNEL ?= ours
 DEBUG ?= 0
 export KERNEL DEBUG TESTS FS
 
-.PHONY: all run check series kernel initramfs bench deps clean
+.PHONY: all run check series kernel initramfs bench soak deps clean
 
 all: check
 
@@ -32,6 +33,9 @@ series: deps
 
 bench: deps
 	bench/run.sh
+
+soak: deps
+	scripts/soak.sh
 
 clean:
 	rm -rf build/obj build/ours build/upstream build/ours-debug \
