@@ -10,7 +10,7 @@ debug=${DEBUG:-0}
 suffix=; [ "$debug" = 1 ] && suffix=-debug
 name=$kernel$suffix
 # per boot; a debug (KASAN, lockdep) kernel is several times slower
-timeout=${CHECK_TIMEOUT:-$([ "$debug" = 1 ] && echo 3600 || echo 1500)}
+timeout=${CHECK_TIMEOUT:-$([ "$debug" = 1 ] && echo 3600 || echo 2700)}
 ifs_suffix=${EXTRA_TESTS:+proof}
 extra=
 [ -z "${TESTS:-}" ] || extra="$extra fsv.tests=$(echo $TESTS | tr ' ' ',')"
