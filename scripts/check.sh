@@ -4,6 +4,10 @@
 # Prints one PASS/FAIL/SKIP line per test and ends with "N passed, N failed".
 set -eu
 
+# Everything is in main(), read whole before it runs: an edit of this file
+# during a (long) run cannot change what the running check executes.
+main() {
+
 top=$(cd "$(dirname "$0")/.." && pwd)
 kernel=${KERNEL:-ours}
 debug=${DEBUG:-0}
@@ -18,14 +22,6 @@ extra=
 # a KASAN kernel under TCG runs ACPI's _PRT so slowly that it hits the AML
 # loop timeout and soft-lockup splats at boot: route PCI IRQs without ACPI
 [ "$debug" = 1 ] && extra="$extra pci=noacpi"
-
-# one check per kernel at a time: a second one would share the disks and logs
-mkdir -p "$top/build"
-exec 8>"$top/build/.check-$name.lock"
-if ! flock -n 8; then
-	echo "check: waiting for another make check of $name (build/.check-$name.lock)"
-	flock 8
-fi
 
 if ! "$top/scripts/build.sh" "$kernel" "$debug"; then
 	echo "FAIL build/$name: the kernel does not build (build/logs/build-$name.log)"
@@ -87,3 +83,7 @@ if [ "$failed" != 0 ]; then
 fi
 echo "$pass passed, $failed failed"
 [ "$failed" = 0 ] && [ "$pass" != 0 ]
+}
+
+main "$@"
+exit
