@@ -7,7 +7,8 @@
 # and every block verified), start an enable, and get QEMU killed with
 # SIGKILL at a delay spread over [0, 1.3 x the enable time] after the
 # "PC-ENABLE-START" line - from the first tree blocks to after the ioctl
-# returned; a last boot only checks.  Guest side: tests/powercut/powercut.c.
+# returned, while the guest sync()s, and after that; a last boot only
+# checks.  Guest side: tests/powercut/powercut.c.
 #
 # QEMU's disks are cache=unsafe (scripts/qemu.sh): what the guest wrote to its
 # virtio disk before the kill is in the host's page cache and survives; what
@@ -99,6 +100,7 @@ for fs in $fslist; do
 		fi
 		sleep "$(awk -v d="$delay" 'BEGIN { printf "%.3f", d / 1000 }')"
 		returned=$(grep -a -c PC-ENABLE-RETURNED "$log" || true)
+		synced=$(grep -a -c PC-SYNCED "$log" || true)
 		kill -9 "$qpid"
 		wait "$wpid" || true
 		state=$(sed -n 's/.*PC-VERIFY-OK \([a-z]*\).*/\1/p' "$log" | head -n 1)
@@ -108,7 +110,10 @@ for fs in $fslist; do
 		else
 			verdict PASS "powercut/$fs/cut$((i - 1))-check" "$state"
 		fi
-		states="$states $delay:$([ "$returned" = 0 ] && echo during || echo after)"
+		when=during
+		[ "$returned" = 0 ] || when=syncing
+		[ "$synced" = 0 ] || when=synced
+		states="$states $delay:$when"
 	done
 	# the last cut's result, and a clean shutdown with the runner's fsck
 	log=$logs/$fs-final.log
@@ -121,7 +126,7 @@ for fs in $fslist; do
 	else
 		verdict PASS "powercut/$fs/cut$cuts-check" "$state"
 	fi
-	echo "powercut: $fs: cuts at ms:(during|after the ioctl returned):$states"
+	echo "powercut: $fs: cuts at ms:(during the ioctl|after it, during sync()|after sync()):$states"
 done
 echo "$pass passed, $failed failed"
 [ "$failed" = 0 ] && [ "$pass" != 0 ]

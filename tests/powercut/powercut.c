@@ -8,7 +8,7 @@
  *           file either plain with its bytes and writable, or verity with
  *           the right digest and fully readable), make it plain again if
  *           needed, print "PC-ENABLE-START", enable, "PC-ENABLE-RETURNED",
- *           then wait for the host to kill the VM
+ *           sync(), "PC-SYNCED", then wait for the host to kill the VM
  *   verify  (boot 2) only the check
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
@@ -172,6 +172,9 @@ TEST_BOOT2_TIMEOUT(cut, -1)
 	note("PC-ENABLE-START");
 	do_enable(p);
 	note("PC-ENABLE-RETURNED");
+	/* as an application would: cuts after the return land in this */
+	sync();
+	note("PC-SYNCED");
 	for (;;)
 		pause();	/* the host pulls the plug */
 }
