@@ -3,6 +3,7 @@
 #   lint/series      make series: the series git-ams onto pristine and
 #                    checkpatch.pl --strict finds no error and no warning
 #   lint/sparse-w1   fs/verity/ rebuilt with sparse (C=2) and W=1: no warning
+#   lint/kernel-doc  scripts/kernel-doc -Wall: no warning, every export documented
 # Needs build/ours already built (check.sh builds it first).
 set -eu
 
@@ -32,4 +33,23 @@ elif grep -E 'fs/verity/.*(warning|error):' "$log.sparse" >/dev/null; then
 	echo "FAIL lint/sparse-w1: warnings in fs/verity (build/logs/lint.log.sparse)"
 else
 	echo "PASS lint/sparse-w1"
+fi
+
+# kernel-doc: no warning anywhere in our code, and a comment for every
+# exported function
+echo "RUN lint/kernel-doc"
+src=$top/build/src/ours
+cd "$src"
+docs=$(perl scripts/kernel-doc -none -Wall fs/verity/*.[ch] \
+	include/linux/fsverity.h include/uapi/linux/fsverity.h 2>&1)
+exported=$(cat fs/verity/*.c | grep -c '^EXPORT_SYMBOL' || true)
+documented=$(perl scripts/kernel-doc -rst -export fs/verity/*.c 2>/dev/null |
+	grep -c '^\.\. c:function::' || true)
+if [ -n "$docs" ]; then
+	echo "$docs" | head -n 20 | sed 's/^/# /'
+	echo "FAIL lint/kernel-doc: scripts/kernel-doc warns on fs/verity"
+elif [ "$exported" != "$documented" ]; then
+	echo "FAIL lint/kernel-doc: $exported exported functions, $documented with kernel-doc"
+else
+	echo "PASS lint/kernel-doc: $documented exported functions documented"
 fi
