@@ -1,6 +1,6 @@
 #!/bin/bash
 # The test run: build, boot twice on fresh disks, report.
-#   KERNEL=ours|upstream DEBUG=0|1 TESTS="a b" FS="ext4 f2fs" LINT=0|1 scripts/check.sh
+#   KERNEL=ours|upstream DEBUG=0|1 NOSIG=0|1 TESTS="a b" FS="ext4 f2fs" LINT=0|1 scripts/check.sh
 # Prints one PASS/FAIL/SKIP line per test and ends with "N passed, N failed".
 set -eu
 
@@ -12,6 +12,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 kernel=${KERNEL:-ours}
 debug=${DEBUG:-0}
 suffix=; [ "$debug" = 1 ] && suffix=-debug
+[ "${NOSIG:-0}" = 1 ] && suffix=$suffix-nosig
 name=$kernel$suffix
 # per boot; a debug (KASAN, lockdep) kernel is several times slower
 timeout=${CHECK_TIMEOUT:-$([ "$debug" = 1 ] && echo 3600 || echo 2700)}
@@ -62,6 +63,15 @@ done
 # the code-quality gates (checkpatch, sparse, W=1) on our code
 if [ "$kernel" = ours ] && [ "${LINT:-1}" = 1 ]; then
 	"$top/scripts/lint.sh" | grep -v "^RUN " | tee -a "$results"
+fi
+
+# power cuts during an enable, a short version of make soak's (POWERCUT=0
+# skips it): CHECK_CUTS SIGKILLs of QEMU per filesystem, each checked
+if [ "${POWERCUT:-1}" = 0 ] || [ "$debug" = 1 ] || [ -n "${TESTS:-}" ]; then
+	echo "SKIP powercut: not asked for (POWERCUT=0, DEBUG=1 or TESTS set)" | tee -a "$results"
+else
+	CUTS=${CHECK_CUTS:-4} "$top/scripts/powercut.sh" 2>&1 |
+		grep -E '^(PASS|FAIL|SKIP) |^powercut: ' | tee -a "$results" || true
 fi
 
 # the differential compatibility suite: ours vs upstream vs the host's
