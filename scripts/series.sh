@@ -28,7 +28,8 @@ echo "series: $n patches in build/series/:"
 ls "$out" | sed 's/^/  /'
 
 # git am onto a fresh pristine checkout must give exactly the ours tree
-git -C "$up" worktree remove --force "$chk" 2>/dev/null || rm -rf "$chk"
+# (-f -f: a killed "worktree add" leaves its worktree locked)
+git -C "$up" worktree remove -f -f "$chk" 2>/dev/null || rm -rf "$chk"
 git -C "$up" worktree prune
 git -C "$up" worktree add -q --detach "$chk" refs/tags/pristine
 cleanup() { git -C "$up" worktree remove --force "$chk" 2>/dev/null || rm -rf "$chk"; }
