@@ -1,6 +1,8 @@
 #!/bin/bash
 # make bench: ours against mainline 6.12 in the same QEMU, alternating boots
-# (upstream, ours, upstream, ours, ...), ROUNDS rounds (default 3).
+# (upstream, ours, upstream, ours, ...), ROUNDS rounds (default 3);
+# FS="ext4 btrfs" limits it to those filesystems; KERNELS="upstream ours x"
+# also boots build/x/bzImage (a copy of another build, for an A/B test).
 # Writes build/bench/results.csv (round,kernel,fs,workload,value,unit),
 # build/bench/summary.txt (the table printed here) and build/bench/ratios.png.
 set -eu
@@ -17,7 +19,7 @@ mkdir -p "$out"
 csv=$out/results.csv
 echo "round,kernel,fs,workload,value,unit" >"$csv"
 for round in $(seq "$rounds"); do
-	for kernel in upstream ours; do
+	for kernel in ${KERNELS:-upstream ours}; do
 		disks=$out/disks
 		rm -rf "$disks"
 		mkdir -p "$disks"
@@ -25,7 +27,8 @@ for round in $(seq "$rounds"); do
 		log=$out/boot-$round-$kernel.log
 		echo "bench: round $round/$rounds, $kernel"
 		"$top/scripts/qemu.sh" "$top/build/$kernel/bzImage" \
-			"$top/build/initramfs.cpio.gz" "$disks" "$log" bench 1 2400 ||
+			"$top/build/initramfs.cpio.gz" "$disks" "$log" bench 1 2400 \
+			"${FS:+fsv.fs=$(echo $FS | tr ' ' ',')}" ||
 			echo "bench: $kernel exited with $? (see $log)"
 		grep -a 'BENCH-FAIL' "$log" && { echo "bench: a workload failed" >&2; exit 1; }
 		tr -d '\r' <"$log" | awk -v r="$round" -v k="$kernel" \
