@@ -1,4 +1,5 @@
-# Front door.  KERNEL=ours|upstream (default ours), DEBUG=1 for sanitizers.
+# Front door.  KERNEL=ours|upstream (default ours), DEBUG=1 for sanitizers,
+# NOSIG=1 for a kernel without built-in signatures.
 #   make run      boot ours with four verity filesystems (demo if no terminal)
 #   make check    build, boot twice, one line per test, "N passed, N failed"
 #   make bench    ours vs mainline, alternating boots (build/bench/)
@@ -7,7 +8,7 @@
 #   make kernel   just build build/$(KERNEL)[-debug]/bzImage
 KERNEL ?= ours
 DEBUG ?= 0
-export KERNEL DEBUG TESTS FS
+export KERNEL DEBUG NOSIG TESTS FS
 
 .PHONY: all run check series kernel initramfs bench soak deps clean
 
