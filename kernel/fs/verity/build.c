@@ -24,8 +24,16 @@
 /* Bytes of lowest-level tree blocks hashed per batch */
 #define FSV_BATCH_BYTES		SZ_256K
 
-/* Fewer data blocks than this per CPU are not worth a work item */
+/* Fewer data blocks than this are not worth a work item */
 #define FSV_MIN_JOB_BLOCKS	512
+
+/*
+ * Parts per online CPU in a batch.  The batch ends when its slowest part
+ * does; with one part per CPU, a part that gets preempted (or the caller's,
+ * which also watches for signals) leaves the other CPUs idle meanwhile.
+ * Smaller parts even that out.
+ */
+#define FSV_JOBS_PER_CPU	4
 
 struct fsv_builder {
 	struct file *filp;
@@ -207,13 +215,13 @@ static void fsv_job_work(struct work_struct *work)
 
 /*
  * Hash data blocks [first, end) into b->batch, spread over the CPUs.  The
- * calling task takes the first share itself, so that it keeps noticing
+ * calling task takes the first part itself, so that it keeps noticing
  * fatal signals, and waits for the others.
  */
 static int fsv_hash_batch(struct fsv_builder *b, u64 first, u64 end)
 {
 	unsigned int n = clamp_t(u64, (end - first) / FSV_MIN_JOB_BLOCKS, 1,
-				 num_online_cpus());
+				 FSV_JOBS_PER_CPU * num_online_cpus());
 	struct fsv_job *jobs;
 	u64 per_job = DIV_ROUND_UP_ULL(end - first, n);
 	unsigned int i;
