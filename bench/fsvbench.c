@@ -102,6 +102,42 @@ static void make_file(const char *p, uint64_t size, uint64_t seed)
 	close(fd);
 }
 
+/*
+ * Jiffies all CPUs spent busy (not idle, not waiting for I/O) and in
+ * total, from /proc/stat: says whether a workload was bound by the CPUs.
+ */
+struct cpu_times {
+	unsigned long long busy, total;
+};
+
+static struct cpu_times cpu_times(void)
+{
+	unsigned long long v[8];
+	struct cpu_times c = { 0, 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int i;
+
+	if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+			 &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+			 &v[7]) != 8)
+		die("/proc/stat");
+	fclose(f);
+	for (i = 0; i < 8; i++)
+		c.total += v[i];
+	c.busy = c.total - v[3] - v[4];
+	return c;
+}
+
+/* Percent of all CPUs' time busy since @start */
+static double cpu_busy_since(struct cpu_times start)
+{
+	struct cpu_times end = cpu_times();
+
+	if (end.total == start.total)
+		return 0;
+	return 100.0 * (end.busy - start.busy) / (end.total - start.total);
+}
+
 /* Read a whole file sequentially; returns seconds */
 static double read_file(const char *p)
 {
@@ -278,6 +314,7 @@ static void report_hash_limit(void)
 int main(int argc, char **argv)
 {
 	char *warm, *cold, *plain, *small;
+	struct cpu_times cpu;
 	pthread_t thr;
 	double t;
 
@@ -304,10 +341,12 @@ int main(int argc, char **argv)
 	sampling = 1;
 	if (pthread_create(&thr, NULL, sampler, NULL))
 		die("pthread_create");
+	cpu = cpu_times();
 	t = enable(warm);
 	sampling = 0;
 	pthread_join(thr, NULL);
 	result("enable_warm", BIG_SIZE / t / (1 << 20), "MiB/s");
+	result("enable_warm_cpu_busy", cpu_busy_since(cpu), "%");
 	result("enable_peak_mem", peak_kib - base_kib, "KiB");
 	drop_caches();
 	t = enable(cold);
@@ -316,11 +355,15 @@ int main(int argc, char **argv)
 
 	/* 2. cold sequential reads */
 	drop_caches();
+	cpu = cpu_times();
 	result("seqread_verity", BIG_SIZE / read_file(warm) / (1 << 20),
 	       "MiB/s");
+	result("seqread_verity_cpu_busy", cpu_busy_since(cpu), "%");
 	drop_caches();
+	cpu = cpu_times();
 	result("seqread_plain", BIG_SIZE / read_file(plain) / (1 << 20),
 	       "MiB/s");
+	result("seqread_plain_cpu_busy", cpu_busy_since(cpu), "%");
 
 	/* 3. cold random 4 KiB reads */
 	drop_caches();

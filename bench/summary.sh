@@ -35,7 +35,7 @@ echo "$stats" | awk -F, '
 		return 0
 	}
 	END {
-		printf "%-7s %-20s %-8s %24s %24s %9s %8s\n", "fs", "workload", "unit",
+		printf "%-7s %-24s %-8s %24s %24s %9s %8s\n", "fs", "workload", "unit",
 			"mainline med (min-max)", "ours med (min-max)", "ours/main", "ours/lim"
 		for (i = 1; i <= n; i++) {
 			split(order[i], k, SUBSEP); fs = k[1]; wl = k[2]
@@ -43,13 +43,14 @@ echo "$stats" | awk -F, '
 			r = (m > 0 ? sprintf("%.2f", o / m) : "-")
 			l = limit(fs, wl)
 			f = (l > 0 ? sprintf("%.2f", o / l) : "")
-			printf "%-7s %-20s %-8s %9.1f (%5.1f-%5.1f) %9.1f (%5.1f-%5.1f) %9s %8s\n",
+			printf "%-7s %-24s %-8s %9.1f (%5.1f-%5.1f) %9.1f (%5.1f-%5.1f) %9s %8s\n",
 				fs, wl, unit[fs, wl], m, lo[fs, wl, "upstream"], hi[fs, wl, "upstream"],
 				o, lo[fs, wl, "ours"], hi[fs, wl, "ours"], r, f
 		}
 		print ""
 		print "Under QEMU TCG absolute numbers mean little: only the ratios of one run"
 		print "compare.  For \"us\" (latency) lower is better; for all else higher is."
+		print "*_cpu_busy: share of all vCPUs busy during that workload (100 = CPU bound)."
 	}'
 
 # chart: ours/mainline per workload and filesystem (1.0 = parity)
