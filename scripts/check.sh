@@ -74,6 +74,18 @@ else
 		grep -E '^(PASS|FAIL|SKIP) |^powercut: ' | tee -a "$results" || true
 fi
 
+# ours without built-in signatures (NOSIG=1): a signature given to enable
+# is refused, everything else still works (NOSIG_CHECK=0 skips it)
+if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
+	[ -n "${TESTS:-}" ] || [ "${NOSIG_CHECK:-1}" = 0 ]; then
+	echo "SKIP nosig: not asked for (NOSIG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
+else
+	echo "check: ours without built-in signatures (build/logs/check-ours-nosig-boot*.log)"
+	NOSIG=1 TESTS="signature errors" LINT=0 "$top/scripts/check.sh" 2>&1 |
+		sed -n 's#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 nosig/\2#p' |
+		tee -a "$results" || true
+fi
+
 # the differential compatibility suite: ours vs upstream vs the host's
 # fsverity-utils, three boots of its own (scripts/compat.sh, COMPAT=0 skips it)
 if [ "${COMPAT:-1}" = 0 ] || [ "$debug" = 1 ] ||
