@@ -409,6 +409,44 @@ TEST_TIMEOUT(corrupt_data_block_detected_after_readahead, 300)
 }
 
 /*
+ * A large cold sequential read: readahead brings the data in bios of many
+ * pages, which may be split into shares verified on several CPUs, and the
+ * tree pages come in with them.  Damage far from the start of a bio, in
+ * what would be its second or a later share, must still fail exactly the
+ * damaged pages.  Pages 31, 62 and 301 lie in the second half of every
+ * aligned power-of-two window of 128 KiB or more that holds them.
+ */
+#define BIG_FILE_SIZE (2 * 1024 * 1024)
+
+TEST_TIMEOUT(corrupt_pages_late_in_large_reads_are_eio, 300)
+{
+	static const size_t bad_pages[] = { 31, 62, 301 };
+	const size_t nbad = sizeof(bad_pages) / sizeof(bad_pages[0]);
+	int bss[2], ps = page_size(), fd;
+	struct vfile v;
+	size_t p, i;
+
+	test_block_sizes(bss);
+	v = make_vfile("data-large", BIG_FILE_SIZE, BIG_FILE_SIZE,
+		       BIG_FILE_SIZE, bss[0], 500);
+	for (i = 0; i < nbad; i++)
+		corrupt_data(&v, bad_pages[i] * ps + 7);
+	fd = open(v.path, O_RDONLY);
+	CHECK_OK(fd);
+	fadvise_or_fail(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	expect_short(fd, &v, 0, BIG_FILE_SIZE, bad_pages[0] * ps);
+	for (p = 0, i = 0; p < (size_t)(BIG_FILE_SIZE / ps); p++) {
+		if (i < nbad && p == bad_pages[i]) {
+			expect_eio(fd, p * ps, ps, "a damaged page");
+			i++;
+		} else {
+			expect_good(fd, &v, p * ps, ps);
+		}
+	}
+	close(fd);
+}
+
+/*
  * Damage a level-0 (leaf) tree block: all data it covers, holes included,
  * fails with EIO, and data under the other tree blocks reads fine.  Each
  * leaf block covers (bs / 32) data blocks; the file spans four of them and
