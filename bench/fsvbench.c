@@ -29,6 +29,7 @@
 #define BIG_SIZE	(256ULL << 20)
 #define IO_SIZE		(1 << 20)
 #define RANDOM_READS	4096
+#define WARM_PASSES	5
 #define MEASURE_CALLS	20000
 
 static const char *dir;
@@ -136,6 +137,13 @@ static double cpu_busy_since(struct cpu_times start)
 	if (end.total == start.total)
 		return 0;
 	return 100.0 * (end.busy - start.busy) / (end.total - start.total);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
 }
 
 /* Read a whole file sequentially; returns seconds */
@@ -314,9 +322,11 @@ static void report_hash_limit(void)
 int main(int argc, char **argv)
 {
 	char *warm, *cold, *plain, *small;
+	double passes[WARM_PASSES];
 	struct cpu_times cpu;
 	pthread_t thr;
 	double t;
+	int i;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: fsvbench DIR\n");
@@ -371,9 +381,16 @@ int main(int argc, char **argv)
 	drop_caches();
 	result("randread_plain", random_reads(plain), "reads/s");
 
-	/* warm (page-cached) reads: verification must cost nothing */
+	/*
+	 * Warm (page-cached) reads: verification must cost nothing.  One
+	 * pass takes under a second, where the host's scheduling shows:
+	 * the median of WARM_PASSES.
+	 */
 	read_file(warm);
-	result("warmread_verity", BIG_SIZE / read_file(warm) / (1 << 20),
+	for (i = 0; i < WARM_PASSES; i++)
+		passes[i] = read_file(warm);
+	qsort(passes, WARM_PASSES, sizeof(passes[0]), cmp_double);
+	result("warmread_verity", BIG_SIZE / passes[WARM_PASSES / 2] / (1 << 20),
 	       "MiB/s");
 
 	/* 4. measure latency must not depend on the size */
