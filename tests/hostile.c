@@ -170,24 +170,6 @@ static int hostile_rounds(void)
 	return p ? atoi(p + 12) : 13;
 }
 
-static uint32_t crc32c(uint32_t crc, const unsigned char *p, size_t len)
-{
-	static uint32_t table[256];
-
-	if (!table[1])
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? (c >> 1) ^ 0x82f63b78 : c >> 1;
-			table[i] = c;
-		}
-	crc = ~crc;
-	while (len--)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
 static uint32_t le32(const unsigned char *p)
 {
 	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;

@@ -442,6 +442,45 @@ void fs_mount(void)
 		fail("chdir %s: %s", env.mnt, strerror(errno));
 }
 
+int fs_check(char *out, size_t outlen)
+{
+	int rc;
+
+	fs_unmount();
+	if (!strncmp(env.fs, "ext4", 4))
+		rc = run_cmd(out, outlen, "e2fsck -fn %s 2>&1", env.dev);
+	else if (!strcmp(env.fs, "f2fs"))
+		rc = run_cmd(out, outlen, "fsck.f2fs --dry-run -f %s 2>&1",
+			     env.dev);
+	else if (!strcmp(env.fs, "btrfs"))
+		rc = run_cmd(out, outlen, "btrfs check --readonly %s 2>&1",
+			     env.dev);
+	else
+		fail("no fsck known for %s", env.fs);
+	fs_mount();
+	if (!rc && (strstr(out, "[Fail]") || strstr(out, "[FAIL]")))
+		rc = -1;
+	return rc;
+}
+
+uint32_t crc32c(uint32_t crc, const unsigned char *p, size_t len)
+{
+	static uint32_t table[256];
+
+	if (!table[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? (c >> 1) ^ 0x82f63b78 : c >> 1;
+			table[i] = c;
+		}
+	crc = ~crc;
+	while (len--)
+		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
 static uint64_t btrfs_physical(uint64_t logical)
 {
 	char out[4096], *p;

@@ -122,6 +122,15 @@ int run_cmd(char *out, size_t outlen, const char *fmt, ...)
 void fs_unmount(void);
 void fs_mount(void);
 /*
+ * Unmount, run the filesystem's own read-only checker (e2fsck -fn,
+ * fsck.f2fs --dry-run, btrfs check --readonly) on env.dev, mount again.
+ * Returns 0 if it found nothing, else its exit status (-1 for problems
+ * reported with status 0, as fsck.f2fs does); its output is in out.
+ */
+int fs_check(char *out, size_t outlen);
+/* CRC-32C (Castagnoli), as btrfs checksums its metadata */
+uint32_t crc32c(uint32_t crc, const unsigned char *p, size_t len);
+/*
  * Byte offset on env.dev of byte `logical` of the file (FIEMAP; on btrfs
  * mapped through btrfs-map-logical).  fail()s if unmapped/unknown/encoded.
  */
