@@ -128,6 +128,16 @@ void fs_mount(void);
  * reported with status 0, as fsck.f2fs does); its output is in out.
  */
 int fs_check(char *out, size_t outlen);
+/* SHA-256, for digests computed independently of the kernel */
+struct sha256 {
+	uint32_t h[8];
+	unsigned char buf[64];
+	uint64_t len;
+};
+void sha256_init(struct sha256 *s);
+void sha256_update(struct sha256 *s, const void *data, size_t len);
+void sha256_final(struct sha256 *s, unsigned char out[32]);
+void sha256(const void *data, size_t len, unsigned char out[32]);
 /* CRC-32C (Castagnoli), as btrfs checksums its metadata */
 uint32_t crc32c(uint32_t crc, const unsigned char *p, size_t len);
 /*
