@@ -50,6 +50,24 @@ void test_register(struct test_case *tc)
 	tests[ntests++] = tc;
 }
 
+/*
+ * Format into buf as one line (newlines inside become spaces), leaving room
+ * for a final '\n'; returns its length without that, or -1.
+ */
+static int one_line(char *buf, int size, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(buf, size - 1, fmt, ap);
+
+	if (n < 0)
+		return -1;
+	if (n > size - 2)
+		n = size - 2;
+	for (int i = 0; i < n; i++)
+		if (buf[i] == '\n' || buf[i] == '\r')
+			buf[i] = ' ';
+	return n;
+}
+
 /* one write(2) per line so lines reach the console whole and in order */
 static void out_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void out_line(const char *fmt, ...)
@@ -61,16 +79,10 @@ static void out_line(const char *fmt, ...)
 	fflush(stdout);
 	fflush(stderr);
 	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	n = one_line(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return;
-	if (n > (int)sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	/* a reason must stay on one line */
-	for (int i = 0; i < n; i++)
-		if (buf[i] == '\n' || buf[i] == '\r')
-			buf[i] = ' ';
 	buf[n++] = '\n';
 	if (write(1, buf, n) < 0)
 		_exit(3);
@@ -85,15 +97,10 @@ static void verdict_line(const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	n = one_line(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return;
-	if (n > (int)sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	for (int i = 0; i < n; i++)
-		if (buf[i] == '\n' || buf[i] == '\r')
-			buf[i] = ' ';
 	fflush(stdout);
 	fflush(stderr);
 	/* the newline ends the record: without it printk keeps it open for a
