@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <linux/mount.h>
+#include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <trace/events/fsverity.h>
 
@@ -28,6 +29,32 @@ static int fsv_end_enable(struct file *filp,
 		fsv_err(inode, "%ps() failed with error %d",
 			vops->end_enable_verity, err);
 	return err;
+}
+
+/*
+ * Drop what the page cache holds past EOF, where filesystems keep the tree
+ * and descriptor, now that verity is on.  While it was being enabled, the
+ * filesystem read pages past EOF as holes: a read() crossing EOF looks at
+ * the cached pages there, and with blocks smaller than a page, one of them
+ * can be partly uptodate (a tree page written, written back and evicted,
+ * then written again in part).  Reading it then left zeroes in place of
+ * tree blocks that are on disk, and verification would fail on them for
+ * as long as the page stayed cached.  Mainline 6.12 has this race too.
+ * With page-sized blocks a cached page is never partly uptodate, so there
+ * is nothing to drop; otherwise the clean pages go and the next reader
+ * gets them from the disk, where the filesystem looks past EOF now.
+ */
+static void fsv_drop_cache_past_eof(struct inode *inode)
+{
+	pgoff_t first = DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE);
+	int err;
+
+	if (inode->i_blkbits >= PAGE_SHIFT)
+		return;
+	err = invalidate_inode_pages2_range(inode->i_mapping, first, ULONG_MAX);
+	if (err)
+		fsv_warn(inode, "error %d dropping cached verity metadata",
+			 err);
 }
 
 /* Everything enable does once the arguments are known to be sane */
@@ -112,6 +139,7 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 		fsv_info_free(vi);
 		goto out_trace;
 	}
+	fsv_drop_cache_past_eof(inode);
 	/* As at open: LSMs hear of the signature before readers see it */
 	fsv_report_signature(inode, desc->signature, arg->sig_size);
 	fsv_count(vi, FSV_STAT_ENABLES, 1);
