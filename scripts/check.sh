@@ -86,6 +86,20 @@ else
 		tee -a "$results" || true
 fi
 
+# ours again on the sanitized kernel (DEBUG=1: KASAN, UBSAN, lockdep,
+# kmemleak, fault injection), the tests that fit next to the rest in CI's
+# time; the whole suite there is `make check DEBUG=1` (DEBUG_CHECK=0 skips it)
+if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
+	[ -n "${TESTS:-}" ] || [ "${DEBUG_CHECK:-1}" = 0 ]; then
+	echo "SKIP debug: not asked for (DEBUG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
+else
+	echo "check: ours on the sanitized kernel (build/logs/check-ours-debug-boot*.log)"
+	DEBUG=1 TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults}" LINT=0 \
+		"$top/scripts/check.sh" 2>&1 |
+		sed -n 's#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 debug/\2#p' |
+		tee -a "$results" || true
+fi
+
 # the differential compatibility suite: ours vs upstream vs the host's
 # fsverity-utils, three boots of its own (scripts/compat.sh, COMPAT=0 skips it)
 if [ "${COMPAT:-1}" = 0 ] || [ "$debug" = 1 ] ||
