@@ -10,8 +10,20 @@
  * filesystems expect ->write_merkle_tree_block() to be called by one task.
  *
  * Every level has one block in progress.  Level positions are known in
- * advance from the data size, so nothing is read back, and memory is one
- * batch plus one block per level whatever the file's size.
+ * advance from the data size, so nothing is read back.
+ *
+ * Blocks go to the filesystem a whole page at a time, never in part.  While
+ * verity is being enabled, filesystems still treat what is past EOF as a
+ * hole: a read() crossing EOF that finds a tree page being created there
+ * fills it with zeroes and marks it uptodate.  A write of less than the page
+ * (or of less than a filesystem block) would then keep those zeroes next to
+ * the block it writes, and on a filesystem with blocks larger than the
+ * Merkle tree's they even reach the disk.  So each tree page is assembled
+ * here and written once, whole (the tree's last page up to the tree's end).
+ * Levels are produced lowest first but stored highest first, so a page
+ * where two levels meet waits for the higher one: at most one page per
+ * level is in progress plus one per boundary.  Memory is one batch, one
+ * block per level and those pages, whatever the file's size.
  */
 
 #include "internal.h"
@@ -35,6 +47,19 @@
  */
 #define FSV_JOBS_PER_CPU	4
 
+/*
+ * Tree pages in progress: one per level, and one where each two levels
+ * meet.
+ */
+#define FSV_MAX_PAGES		(2 * FSV_MAX_LEVELS)
+
+/* A page of the tree being assembled; @buf NULL when the slot is free */
+struct fsv_tree_page {
+	u8 *buf;
+	pgoff_t index;				/* in the tree */
+	unsigned int filled;			/* blocks copied in */
+};
+
 struct fsv_builder {
 	struct file *filp;
 	struct inode *inode;
@@ -45,6 +70,7 @@ struct fsv_builder {
 	u8 *root_hash;
 	u8 *batch;				/* lowest level, one batch */
 	bool abort;				/* a part failed or was killed */
+	struct fsv_tree_page pages[FSV_MAX_PAGES];	/* being assembled */
 };
 
 /* One CPU's share of a batch: hash data blocks [first, end) */
@@ -61,22 +87,82 @@ static u8 *fsv_level_block(struct fsv_builder *b, unsigned int level)
 	return b->blocks + ((size_t)level << b->tree->log_block_size);
 }
 
+/* Blocks of the tree in its page @index: all but maybe in the last page */
+static unsigned int fsv_blocks_in_page(const struct fsv_tree *tree,
+				       pgoff_t index)
+{
+	const unsigned int per_page = PAGE_SIZE >> tree->log_block_size;
+	const u64 first = (u64)index * per_page;
+
+	return min_t(u64, per_page, tree->num_blocks - first);
+}
+
+/* The slot assembling tree page @index, a new one if none is */
+static struct fsv_tree_page *fsv_tree_page(struct fsv_builder *b,
+					   pgoff_t index)
+{
+	struct fsv_tree_page *free = NULL;
+	unsigned int i;
+
+	for (i = 0; i < FSV_MAX_PAGES; i++) {
+		if (b->pages[i].buf && b->pages[i].index == index)
+			return &b->pages[i];
+		if (!b->pages[i].buf && !free)
+			free = &b->pages[i];
+	}
+	if (WARN_ON_ONCE(!free))
+		return ERR_PTR(-EINVAL);
+	free->buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!free->buf)
+		return ERR_PTR(-ENOMEM);
+	free->index = index;
+	free->filled = 0;
+	return free;
+}
+
+/*
+ * Put the next block of @level in its page, and hand the page to the
+ * filesystem once it holds all of its blocks.
+ */
 static int fsv_write_block(struct fsv_builder *b, unsigned int level,
 			   const u8 *block)
 {
 	const struct fsv_tree *tree = b->tree;
-	u64 index = tree->level_start[level] + b->written[level];
+	const struct fsverity_operations *vops = b->inode->i_sb->s_vop;
+	u64 pos = (tree->level_start[level] + b->written[level]) <<
+		  tree->log_block_size;
+	struct fsv_tree_page *tp = fsv_tree_page(b, pos >> PAGE_SHIFT);
+	unsigned int n;
 	int err;
 
-	err = b->inode->i_sb->s_vop->write_merkle_tree_block(b->inode, block,
-				index << tree->log_block_size,
-				tree->block_size);
+	if (IS_ERR(tp))
+		return PTR_ERR(tp);
+	memcpy(tp->buf + offset_in_page(pos), block, tree->block_size);
+	b->written[level]++;
+	n = fsv_blocks_in_page(tree, tp->index);
+	if (++tp->filled < n)
+		return 0;
+
+	pos = (u64)tp->index << PAGE_SHIFT;
+	err = vops->write_merkle_tree_block(b->inode, tp->buf, pos,
+					    n << tree->log_block_size);
 	if (err)
-		fsv_err(b->inode, "error %d writing Merkle tree block %llu",
-			err, index);
-	else
-		b->written[level]++;
+		fsv_err(b->inode, "error %d writing Merkle tree page %lu",
+			err, tp->index);
+	kfree(tp->buf);
+	tp->buf = NULL;
 	return err;
+}
+
+/* Free the pages still being assembled (after an error) */
+static void fsv_free_tree_pages(struct fsv_builder *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < FSV_MAX_PAGES; i++) {
+		kfree(b->pages[i].buf);
+		b->pages[i].buf = NULL;
+	}
 }
 
 /* Zero pad, write and hash the block in progress at @level */
@@ -309,6 +395,10 @@ static int fsv_finish_levels(struct fsv_builder *b)
 			return -EINVAL;
 		end = tree->level_start[level];
 	}
+	/* ... and so every page must have been completed and written */
+	for (level = 0; level < FSV_MAX_PAGES; level++)
+		if (WARN_ON_ONCE(b->pages[level].buf))
+			return -EINVAL;
 	return 0;
 }
 
@@ -358,6 +448,7 @@ int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 	if (!err)
 		err = fsv_finish_levels(&b);
 out:
+	fsv_free_tree_pages(&b);
 	kvfree(b.batch);
 	kfree(b.blocks);
 	return err;

@@ -45,7 +45,9 @@
  *	only a hint.  May run at any time and concurrently on an open file.
  * @write_merkle_tree_block: store the @size bytes of @buf at byte @pos of
  *	the Merkle tree being built.  Called only between the two enable
- *	callbacks above.
+ *	callbacks above, once for each page of the tree, in no particular
+ *	order: @pos is page aligned and @size is PAGE_SIZE, or less for the
+ *	tree's last page (always whole Merkle tree blocks).
  *
  * All return 0 (or a size, or a page) on success and a negative errno on
  * failure.
