@@ -256,14 +256,16 @@ static bool page_cached(int fd, off_t index)
 }
 
 /*
- * While verity is being enabled, the tree sits in the page cache past EOF.
- * A read() that crosses EOF also looks at the cached pages past it, and
- * with filesystem blocks smaller than a page, a tree page that was written,
- * written back and evicted, then partly written again (the root block is
- * written last) is only partly uptodate.  Reading it must not leave zeroes
- * in place of the tree blocks that are on disk.  Here one process evicts
- * the first tree page (right at EOF) once it is cached, and another reads
- * across EOF meanwhile; then the file must read back through that cache.
+ * While verity is being enabled, the tree sits in the page cache past EOF,
+ * where the filesystem still sees a hole.  A read() that crosses EOF also
+ * looks at the cached pages past it, and one not uptodate gets zeroes:
+ * a page just created for a tree write, or, with filesystem blocks smaller
+ * than a page, one written, written back, evicted and partly written again
+ * (the root block, which shares the first page, is written last).  Those
+ * zeroes must not end up in place of tree blocks, in the cache or on disk.
+ * Here one process evicts the first tree page (right at EOF) once it is
+ * cached, and another reads across EOF meanwhile; then the file must read
+ * back through the cached tree.
  */
 TEST_TIMEOUT(reads_across_eof_during_enable_leave_tree_intact, 600)
 {
