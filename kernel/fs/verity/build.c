@@ -373,7 +373,7 @@ static int fsv_finish_levels(struct fsv_builder *b)
 {
 	const struct fsv_tree *tree = b->tree;
 	u8 digest[FS_VERITY_MAX_DIGEST_SIZE];
-	unsigned int level;
+	unsigned int level, i;
 	u64 end;
 	int err;
 
@@ -396,8 +396,8 @@ static int fsv_finish_levels(struct fsv_builder *b)
 		end = tree->level_start[level];
 	}
 	/* ... and so every page must have been completed and written */
-	for (level = 0; level < FSV_MAX_PAGES; level++)
-		if (WARN_ON_ONCE(b->pages[level].buf))
+	for (i = 0; i < FSV_MAX_PAGES; i++)
+		if (WARN_ON_ONCE(b->pages[i].buf))
 			return -EINVAL;
 	return 0;
 }
