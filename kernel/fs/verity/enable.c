@@ -34,15 +34,16 @@ static int fsv_end_enable(struct file *filp,
 /*
  * Drop what the page cache holds past EOF, where filesystems keep the tree
  * and descriptor, now that verity is on.  While it was being enabled, the
- * filesystem read pages past EOF as holes: a read() crossing EOF looks at
- * the cached pages there, and with blocks smaller than a page, one of them
- * can be partly uptodate (a tree page written, written back and evicted,
- * then written again in part).  Reading it then left zeroes in place of
- * tree blocks that are on disk, and verification would fail on them for
- * as long as the page stayed cached.  Mainline 6.12 has this race too.
- * With page-sized blocks a cached page is never partly uptodate, so there
- * is nothing to drop; otherwise the clean pages go and the next reader
- * gets them from the disk, where the filesystem looks past EOF now.
+ * filesystem read pages past EOF as holes, and a read() crossing EOF may
+ * have zero-filled a cached page there that was only partly uptodate (see
+ * build.c).  The tree goes out in whole pages, but with blocks smaller than
+ * a page the filesystem's own descriptor write can still share the tree's
+ * last page, and if that page was evicted in between, the descriptor write
+ * brings it back partly uptodate.  Verification would then fail on zeroes
+ * that are not on disk for as long as the page stayed cached.  With
+ * page-sized blocks a cached page is never partly uptodate, so there is
+ * nothing to drop; otherwise the clean pages go and the next reader gets
+ * them from the disk, where the filesystem looks past EOF now.
  */
 static void fsv_drop_cache_past_eof(struct inode *inode)
 {
