@@ -471,6 +471,39 @@ TEST_TIMEOUT(corrupt_tree_block_fails_covered_reads_including_holes, 300)
 	}
 }
 
+/*
+ * A small read of cold data brings in, with the tree page it needs, the
+ * one after it (tree readahead).  A damaged tree block that came in that
+ * way, not yet needed, must still be checked when a later read needs it:
+ * the reads under it fail and the reads under its neighbours do not.
+ */
+TEST_TIMEOUT(corrupt_tree_block_read_ahead_by_an_earlier_read_is_eio, 300)
+{
+	int bss[2], nbs = test_block_sizes(bss);
+
+	for (int i = 0; i < nbs; i++) {
+		int ps = page_size(), bs = bss[i], fd;
+		size_t span = (size_t)(bs / 32) * bs;	/* data per leaf block */
+		struct vfile v = make_vfile("tree-ra", 4 * span, span, bs, bs,
+					    450 + i);
+
+		/* tree: [root][leaf 0][leaf 1][leaf 2][leaf 3] */
+		corrupt_tree_block(&v, 1 + 1);
+		fd = open(v.path, O_RDONLY);
+		CHECK_OK(fd);
+		expect_good(fd, &v, 0, ps);	/* reads leaf 0 and leaf 1 */
+		expect_eio(fd, span, bs,
+			   "data under the read-ahead damaged tree block");
+		expect_good(fd, &v, 2 * span, ps);
+		expect_good(fd, &v, 3 * span, ps);
+		expect_eio(fd, span + span / 2, ps,
+			   "a hole under the damaged tree block");
+		expect_eio(fd, span, bs,
+			   "data under the damaged tree block, again");
+		close(fd);
+	}
+}
+
 static struct vfile make_desc_victim(const char *name, uint64_t seed)
 {
 	int bs = block_size_unsupported(4096) ? 1024 : 4096;
