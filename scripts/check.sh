@@ -74,30 +74,40 @@ else
 		grep -E '^(PASS|FAIL|SKIP) |^powercut: ' | tee -a "$results" || true
 fi
 
-# ours without built-in signatures (NOSIG=1): a signature given to enable
-# is refused, everything else still works (NOSIG_CHECK=0 skips it)
-if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
-	[ -n "${TESTS:-}" ] || [ "${NOSIG_CHECK:-1}" = 0 ]; then
-	echo "SKIP nosig: not asked for (NOSIG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
-else
-	echo "check: ours without built-in signatures (build/logs/check-ours-nosig-boot*.log)"
-	NOSIG=1 TESTS="signature errors" LINT=0 "$top/scripts/check.sh" 2>&1 |
-		sed -n 's#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 nosig/\2#p' |
+# ours again as another kernel: variant TAG WHAT VAR=VALUE...  runs this
+# script with those variables and adds its lines as "PASS TAG/fs/test".
+# Only from the top-level run of ours.
+variant() {
+	local tag=$1 what=$2
+
+	shift 2
+	echo "check: ours $what (build/logs/check-ours-$tag-boot*.log)"
+	env "$@" LINT=0 "$top/scripts/check.sh" 2>&1 |
+		sed -n "s#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 $tag/\2#p" |
 		tee -a "$results" || true
+}
+toplevel=1
+if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
+	[ -n "${TESTS:-}" ]; then
+	toplevel=0
 fi
 
-# ours again on the sanitized kernel (DEBUG=1: KASAN, UBSAN, lockdep,
-# kmemleak, fault injection), the tests that fit next to the rest in CI's
-# time; the whole suite there is `make check DEBUG=1` (DEBUG_CHECK=0 skips it)
-if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
-	[ -n "${TESTS:-}" ] || [ "${DEBUG_CHECK:-1}" = 0 ]; then
+# without built-in signatures (NOSIG=1): a signature given to enable is
+# refused, everything else still works (NOSIG_CHECK=0 skips it)
+if [ "$toplevel" = 0 ] || [ "${NOSIG_CHECK:-1}" = 0 ]; then
+	echo "SKIP nosig: not asked for (NOSIG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
+else
+	variant nosig "without built-in signatures" NOSIG=1 TESTS="signature errors"
+fi
+
+# on the sanitized kernel (DEBUG=1: KASAN, UBSAN, lockdep, kmemleak, fault
+# injection), the tests that fit next to the rest in CI's time; the whole
+# suite there is `make check DEBUG=1` (DEBUG_CHECK=0 skips it)
+if [ "$toplevel" = 0 ] || [ "${DEBUG_CHECK:-1}" = 0 ]; then
 	echo "SKIP debug: not asked for (DEBUG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
 else
-	echo "check: ours on the sanitized kernel (build/logs/check-ours-debug-boot*.log)"
-	DEBUG=1 TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults}" LINT=0 \
-		"$top/scripts/check.sh" 2>&1 |
-		sed -n 's#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 debug/\2#p' |
-		tee -a "$results" || true
+	variant debug "on the sanitized kernel" DEBUG=1 \
+		TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults}"
 fi
 
 # the differential compatibility suite: ours vs upstream vs the host's
