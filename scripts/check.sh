@@ -74,41 +74,34 @@ else
 		grep -E '^(PASS|FAIL|SKIP) |^powercut: ' | tee -a "$results" || true
 fi
 
-# ours again as another kernel: variant TAG WHAT VAR=VALUE...  runs this
-# script with those variables and adds its lines as "PASS TAG/fs/test".
-# Only from the top-level run of ours.
+# ours again as another kernel: variant TAG SWITCH WHAT VAR=VALUE...  runs
+# this script with those variables and adds its lines as "PASS TAG/fs/test";
+# only from the top-level run of ours, and not when $SWITCH is 0.
 variant() {
-	local tag=$1 what=$2
+	local tag=$1 switch=$2 what=$3
 
-	shift 2
+	shift 3
+	if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
+		[ -n "${TESTS:-}" ] || [ "${!switch:-1}" = 0 ]; then
+		echo "SKIP $tag: not asked for ($switch=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
+		return
+	fi
 	echo "check: ours $what (build/logs/check-ours-$tag-boot*.log)"
 	env "$@" LINT=0 "$top/scripts/check.sh" 2>&1 |
 		sed -n "s#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 $tag/\2#p" |
 		tee -a "$results" || true
 }
-toplevel=1
-if [ "$kernel" != ours ] || [ "$debug" = 1 ] || [ "${NOSIG:-0}" = 1 ] ||
-	[ -n "${TESTS:-}" ]; then
-	toplevel=0
-fi
 
 # without built-in signatures (NOSIG=1): a signature given to enable is
-# refused, everything else still works (NOSIG_CHECK=0 skips it)
-if [ "$toplevel" = 0 ] || [ "${NOSIG_CHECK:-1}" = 0 ]; then
-	echo "SKIP nosig: not asked for (NOSIG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
-else
-	variant nosig "without built-in signatures" NOSIG=1 TESTS="signature errors"
-fi
+# refused, everything else still works
+variant nosig NOSIG_CHECK "without built-in signatures" \
+	NOSIG=1 TESTS="signature errors"
 
 # on the sanitized kernel (DEBUG=1: KASAN, UBSAN, lockdep, kmemleak, fault
 # injection), the tests that fit next to the rest in CI's time; the whole
-# suite there is `make check DEBUG=1` (DEBUG_CHECK=0 skips it)
-if [ "$toplevel" = 0 ] || [ "${DEBUG_CHECK:-1}" = 0 ]; then
-	echo "SKIP debug: not asked for (DEBUG_CHECK=0, DEBUG=1, TESTS set or not ours)" | tee -a "$results"
-else
-	variant debug "on the sanitized kernel" DEBUG=1 \
-		TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults}"
-fi
+# suite there is `make check DEBUG=1`
+variant debug DEBUG_CHECK "on the sanitized kernel" \
+	DEBUG=1 TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults}"
 
 # the differential compatibility suite: ours vs upstream vs the host's
 # fsverity-utils, three boots of its own (scripts/compat.sh, COMPAT=0 skips it)
