@@ -18,31 +18,6 @@
 
 static unsigned char sig[SIG_MAX];
 
-/*
- * A kernel built with CONFIG_FS_VERITY_BUILTIN_SIGNATURES=n has neither the
- * keyring nor the sysctl and refuses a signature given to FS_IOC_ENABLE_VERITY
- * with EOPNOTSUPP; the other tests skip there.  (To run it: a build with that
- * option and CONFIG_IPE_PROP_FS_VERITY_BUILTIN_SIG off.)
- */
-TEST(no_builtin_signatures_eopnotsupp)
-{
-	char *a = test_path("nobuiltin");
-	int err;
-
-	if (builtin_sigs())
-		skip("kernel has CONFIG_FS_VERITY_BUILTIN_SIGNATURES=y");
-	make_file(a, FSIZE, 1);
-	fill_random(sig, 300, 2);	/* never parsed */
-	err = sig_enable(a, sig, 300);
-	if (err != EOPNOTSUPP)
-		fail("enable with a signature, no built-in signature support: got %s, want EOPNOTSUPP",
-		     errno_name(err));
-	check_unchanged(a, FSIZE, 1);
-	err = sig_enable(a, NULL, 0);
-	if (err)
-		fail("enable without a signature: %s", errno_name(err));
-}
-
 TEST(keyring_exists)
 {
 	char out[4096];
@@ -107,6 +82,45 @@ static void check_sig_metadata(const char *path, const unsigned char *want,
 	if (dlen != len || memcmp(got, want, len))
 		fail("fsverity dump_metadata signature: %zu bytes differing from the %zu given",
 		     dlen, len);
+}
+
+/*
+ * A kernel built with CONFIG_FS_VERITY_BUILTIN_SIGNATURES=n has neither the
+ * keyring nor the sysctl, and (as mainline) stores a signature given to
+ * FS_IOC_ENABLE_VERITY without checking it: userspace can read it back and
+ * check it itself.  The other tests skip there.  (make check runs this
+ * file on such a kernel too: its lines nosig/...)
+ */
+TEST(no_builtin_signatures_stores_the_signature_unchecked)
+{
+	static unsigned char got[SIG_MAX];
+	struct fsverity_read_metadata_arg arg;
+	char *a = test_path("nobuiltin");
+	ssize_t n;
+	int err, fd;
+
+	if (builtin_sigs())
+		skip("kernel has CONFIG_FS_VERITY_BUILTIN_SIGNATURES=y");
+	make_file(a, FSIZE, 1);
+	fill_random(sig, 300, 2);	/* not a PKCS#7 message at all */
+	err = sig_enable(a, sig, 300);
+	if (err)
+		fail("enable with a signature, no built-in signature support: got %s, want success",
+		     errno_name(err));
+	fd = CHECK_OK(open(a, O_RDONLY));
+	memset(&arg, 0, sizeof(arg));
+	arg.metadata_type = FS_VERITY_METADATA_TYPE_SIGNATURE;
+	arg.length = sizeof(got);
+	arg.buf_ptr = (uintptr_t)got;
+	n = ioctl(fd, FS_IOC_READ_VERITY_METADATA, &arg);
+	close(fd);
+	if (n < 0 && errno == ENOTTY && !strcmp(env.fs, "btrfs")) {
+		note("btrfs has no FS_IOC_READ_VERITY_METADATA: stored signature not compared");
+		return;
+	}
+	if (n != 300 || memcmp(got, sig, 300))
+		fail("the stored signature: %zd bytes (%s), want the 300 given",
+		     n, n < 0 ? strerror(errno) : "read");
 }
 
 static void check_digest_is_fsverity_digest(const char *path,

@@ -164,9 +164,11 @@ static int fsv_check_enable_arg(const struct fsverity_enable_arg *arg)
 	if (arg->salt_size > sizeof_field(struct fsverity_descriptor, salt) ||
 	    arg->sig_size > FSV_MAX_SIG_SIZE)
 		return -EMSGSIZE;
-	/* Without the support a signature could be stored but never checked */
-	if (arg->sig_size && !IS_ENABLED(CONFIG_FS_VERITY_BUILTIN_SIGNATURES))
-		return -EOPNOTSUPP;
+	/*
+	 * Without CONFIG_FS_VERITY_BUILTIN_SIGNATURES a signature is stored
+	 * unchecked, as mainline does: userspace may check it itself, after
+	 * reading it back with FS_IOC_READ_VERITY_METADATA.
+	 */
 	return 0;
 }
 
