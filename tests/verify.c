@@ -5,11 +5,8 @@
  * readahead(2)), mmap -- including holes and the zero tail of the last page,
  * for every Merkle tree block size the filesystem supports, with the page
  * cache cold each time.  (That damaged data is refused through these same
- * paths is tests/corrupt.c.)
- *
- * Also: once a Merkle tree block has been verified it is not hashed again
- * while it stays cached.  Without a counter in the UAPI this needs the
- * kernel's function profiler; the test skips when the kernel lacks it.
+ * paths is tests/corrupt.c.  That a verified tree block is not hashed again
+ * while it stays cached is proven through our counters, in tests/stats.c.)
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
@@ -189,96 +186,4 @@ static void check_mmap(const struct vf *v, int bs)
 TEST(verified_mmap_returns_file_data)
 {
 	for_each_block_size("mmap", check_mmap);
-}
-
-/* ---- the "already verified" cache, via the function profiler ---- */
-
-#define TRACING "/sys/kernel/tracing"
-
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
-/* Sum of the profiler's hit counts for @fn over all CPUs. */
-static long profile_hits(const char *fn)
-{
-	char path[128], line[512];
-	long total = 0;
-
-	for (int cpu = 0; cpu < 64; cpu++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), TRACING "/trace_stat/function%d", cpu);
-		f = fopen(path, "r");
-		if (!f)
-			break;
-		while (fgets(line, sizeof(line), f)) {
-			char name[256];
-			long hits;
-
-			if (sscanf(line, " %255s %ld", name, &hits) == 2 &&
-			    !strcmp(name, fn))
-				total += hits;
-		}
-		fclose(f);
-	}
-	return total;
-}
-
-/*
- * Read a file whose Merkle tree has one root and several leaf blocks, drop
- * only the data pages (all three filesystems cache the tree past EOF, so
- * it stays) and read it again: the second pass must hash the data blocks only,
- * not the already verified tree blocks.
- */
-TEST(verified_tree_blocks_are_not_hashed_again)
-{
-	const char *fn = "fsverity_hash_block";
-	size_t size = 2 << 20;	/* 512 data blocks: 4 leaf blocks + root */
-	long first, second, base;
-	char *p = test_path("cache");
-	unsigned char *buf;
-	int fd;
-
-	if (access(TRACING "/function_profile_enabled", F_OK))
-		skip("kernel has no function profiler (CONFIG_FUNCTION_PROFILER)");
-	if (block_size_unsupported(4096))
-		skip("needs 4096-byte Merkle blocks");
-	if (write_str(TRACING "/set_ftrace_filter", fn))
-		skip("%s is not traceable on this kernel", fn);
-	unlink(p);
-	make_file(p, size, 123);
-	must_enable(p, FS_VERITY_HASH_ALG_SHA256, 4096, 0);
-	drop_caches();
-	buf = malloc(size);
-	CHECK(buf);
-	CHECK_OK(write_str(TRACING "/function_profile_enabled", "0"));
-	CHECK_OK(write_str(TRACING "/function_profile_enabled", "1"));
-
-	base = profile_hits(fn);
-	fd = open(p, O_RDONLY);
-	CHECK(pread(fd, buf, size, 0) == (ssize_t)size);
-	first = profile_hits(fn) - base;
-	fadvise_or_fail(fd, 0, size, POSIX_FADV_DONTNEED);
-	base = profile_hits(fn);
-	CHECK(pread(fd, buf, size, 0) == (ssize_t)size);
-	second = profile_hits(fn) - base;
-	close(fd);
-	write_str(TRACING "/function_profile_enabled", "0");
-	write_str(TRACING "/set_ftrace_filter", "");
-	note("hashes: first pass %ld, second pass %ld", first, second);
-	/* 512 data blocks + 5 tree blocks, then the data blocks alone */
-	if (first != 512 + 5)
-		fail("first pass hashed %ld blocks, expected 517", first);
-	if (second != 512)
-		fail("second pass hashed %ld blocks, expected 512 (tree blocks re-hashed?)",
-		     second);
 }

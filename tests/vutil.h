@@ -115,6 +115,30 @@ static inline bool kernel_is_ours(void)
 	return access("/sys/fs/verity", F_OK) == 0;
 }
 
+/*
+ * Counter @name of our statistics for env.dev's mount: 0 before the mount
+ * has used verity, -1 on a kernel without the statistics (mainline).
+ */
+static inline long long verity_counter(const char *name)
+{
+	const char *dev = strrchr(env.dev, '/') ? strrchr(env.dev, '/') + 1 :
+						  env.dev;
+	char path[256];
+	long long v;
+	FILE *f;
+
+	if (!kernel_is_ours())
+		return -1;
+	snprintf(path, sizeof(path), "/sys/fs/verity/%s/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lld", &v) != 1)
+		fail("%s: not a number", path);
+	fclose(f);
+	return v;
+}
+
 /* Raw FS_IOC_ENABLE_VERITY: 0 or errno.  For tests that build odd args. */
 static inline int raw_enable(int fd, const struct fsverity_enable_arg *arg)
 {

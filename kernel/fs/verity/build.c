@@ -3,11 +3,20 @@
  * fs-verity: building a file's Merkle tree
  *
  * The tree is built in one pass over the data, in batches.  Hashing the
- * data blocks is nearly all the work, so within a batch it is split over
- * the online CPUs; each part writes its hashes straight into the lowest
- * tree level's blocks.  The batch's lowest-level blocks are then written and
- * hashed into the upper levels by the calling task alone, in order, because
- * filesystems expect ->write_merkle_tree_block() to be called by one task.
+ * data blocks is nearly all the work, so within a batch it is split into
+ * parts, which the calling task and up to one helper per other CPU the
+ * caller may run on take one after another; each part writes its hashes
+ * straight into the lowest tree level's blocks.  The batch's lowest-level
+ * blocks are then written and hashed into the upper levels by the calling
+ * task alone, in order, because filesystems expect
+ * ->write_merkle_tree_block() to be called by one task.
+ *
+ * The helpers work for the caller, and are held to what the caller may
+ * use: they run only on CPUs in its allowed mask (bound work items, queued
+ * on those CPUs), their page cache is charged to its memory cgroup, their
+ * number is capped by /proc/sys/fs/verity/enable_threads, and a fatal
+ * signal to the caller stops them all within a folio.  (Their CPU time is
+ * a kworker's, as for any work the kernel does on a task's behalf.)
  *
  * Every level has one block in progress.  Level positions are known in
  * advance from the data size, so nothing is read back.
@@ -28,10 +37,13 @@
 
 #include "internal.h"
 
+#include <linux/memcontrol.h>
 #include <linux/pagemap.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
+#include <trace/events/fsverity.h>
 
 /* Bytes of lowest-level tree blocks hashed per batch */
 #define FSV_BATCH_BYTES		SZ_256K
@@ -40,12 +52,20 @@
 #define FSV_MIN_JOB_BLOCKS	512
 
 /*
- * Parts per online CPU in a batch.  The batch ends when its slowest part
- * does; with one part per CPU, a part that gets preempted (or the caller's,
- * which also watches for signals) leaves the other CPUs idle meanwhile.
- * Smaller parts even that out.
+ * Parts per CPU taking part in a batch.  The batch ends when its slowest
+ * part does; smaller parts, taken by whichever CPU is free next, even out a
+ * CPU that gets preempted (or the caller, which also watches for signals).
  */
 #define FSV_JOBS_PER_CPU	4
+
+/*
+ * /proc/sys/fs/verity/enable_threads: the most CPUs (the caller's included)
+ * that hash one enable's data; 0 for all the caller may run on, 1 to hash
+ * in the calling task alone.
+ */
+int fsv_enable_threads;
+
+static struct workqueue_struct *fsv_enable_wq;
 
 /*
  * Tree pages in progress: one per level, and one where each two levels
@@ -73,13 +93,30 @@ struct fsv_builder {
 	struct fsv_tree_page pages[FSV_MAX_PAGES];	/* being assembled */
 };
 
-/* One CPU's share of a batch: hash data blocks [first, end) */
+/* One part of a batch: hash data blocks [first, end) */
 struct fsv_job {
-	struct work_struct work;
 	struct fsv_builder *b;
 	u64 first, end;
 	u8 *out;				/* where the first hash goes */
-	int err;
+};
+
+/* A batch: its parts, taken in turn by the caller and the helpers */
+struct fsv_batch {
+	struct fsv_builder *b;
+	struct fsv_job *jobs;
+	unsigned int nr_jobs;
+	atomic_t next_job;			/* the next part to take */
+	atomic_t helpers_running;
+	struct completion helpers_done;
+	struct mem_cgroup *memcg;		/* the caller's, for helpers */
+	int err;				/* first error, under ->lock */
+	spinlock_t lock;
+};
+
+/* A helper: a work item that takes parts of the batch on one CPU */
+struct fsv_helper {
+	struct work_struct work;
+	struct fsv_batch *batch;
 };
 
 static u8 *fsv_level_block(struct fsv_builder *b, unsigned int level)
@@ -229,7 +266,7 @@ static struct folio *fsv_data_folio(struct fsv_builder *b,
 }
 
 /* Hash data blocks [job->first, job->end) into job->out */
-static int fsv_hash_range(struct fsv_job *job, bool killable)
+static int fsv_hash_range(const struct fsv_job *job, bool killable)
 {
 	struct fsv_builder *b = job->b;
 	const struct fsv_tree *tree = b->tree;
@@ -292,51 +329,134 @@ static int fsv_hash_range(struct fsv_job *job, bool killable)
 	return err;
 }
 
-static void fsv_job_work(struct work_struct *work)
+static void fsv_batch_error(struct fsv_batch *batch, int err)
 {
-	struct fsv_job *job = container_of(work, struct fsv_job, work);
+	spin_lock(&batch->lock);
+	/* A real error rather than another part's -EINTR */
+	if (!batch->err || batch->err == -EINTR)
+		batch->err = err;
+	spin_unlock(&batch->lock);
+}
 
-	job->err = fsv_hash_range(job, false);
+/* Take parts of @batch until none is left or the build is aborted */
+static void fsv_take_jobs(struct fsv_batch *batch, bool killable)
+{
+	unsigned int i;
+	int err;
+
+	while ((i = atomic_inc_return(&batch->next_job) - 1) <
+	       batch->nr_jobs) {
+		if (READ_ONCE(batch->b->abort)) {
+			fsv_batch_error(batch, -EINTR);
+			return;
+		}
+		trace_fsverity_enable_part(batch->b->inode, i, batch->nr_jobs);
+		err = fsv_hash_range(&batch->jobs[i], killable);
+		if (err) {
+			WRITE_ONCE(batch->b->abort, true);
+			fsv_batch_error(batch, err);
+			return;
+		}
+	}
+}
+
+static void fsv_helper_work(struct work_struct *work)
+{
+	struct fsv_batch *batch = container_of(work, struct fsv_helper,
+					       work)->batch;
+	struct mem_cgroup *old_memcg = set_active_memcg(batch->memcg);
+
+	fsv_take_jobs(batch, false);
+	set_active_memcg(old_memcg);
+	if (atomic_dec_and_test(&batch->helpers_running))
+		complete(&batch->helpers_done);
 }
 
 /*
- * Hash data blocks [first, end) into b->batch, spread over the CPUs.  The
- * calling task takes the first part itself, so that it keeps noticing
- * fatal signals, and waits for the others.
+ * Queue up to @max helpers on CPUs the caller may run on, other than the
+ * one it runs on now.  A CPU going offline meanwhile only moves its helper
+ * elsewhere, which is harmless.
  */
-static int fsv_hash_batch(struct fsv_builder *b, u64 first, u64 end)
+static unsigned int fsv_start_helpers(struct fsv_batch *batch,
+				      struct fsv_helper *helpers,
+				      unsigned int max)
+{
+	const int self = raw_smp_processor_id();
+	unsigned int n = 0;
+	int cpu;
+
+	atomic_set(&batch->helpers_running, 1);	/* ours, until all queued */
+	for_each_cpu_and(cpu, current->cpus_ptr, cpu_online_mask) {
+		if (n >= max)
+			break;
+		if (cpu == self)
+			continue;
+		helpers[n].batch = batch;
+		INIT_WORK(&helpers[n].work, fsv_helper_work);
+		atomic_inc(&batch->helpers_running);
+		queue_work_on(cpu, fsv_enable_wq, &helpers[n].work);
+		n++;
+	}
+	return n;
+}
+
+/* How many CPUs, the caller's included, may hash this enable's data */
+static unsigned int fsv_nr_cpus(void)
+{
+	unsigned int allowed = cpumask_weight_and(current->cpus_ptr,
+						  cpu_online_mask);
+	unsigned int cap = READ_ONCE(fsv_enable_threads);
+
+	allowed = max(allowed, 1U);
+	return cap ? min(cap, allowed) : allowed;
+}
+
+/*
+ * Hash data blocks [first, end) into b->batch, in parts taken by the
+ * calling task and its helpers.  The caller keeps taking parts while the
+ * helpers do (it notices fatal signals between folios), then waits for
+ * the helpers' last parts; a fatal signal meanwhile stops them too.
+ */
+static int fsv_hash_batch(struct fsv_builder *b, struct fsv_helper *helpers,
+			  unsigned int nr_cpus, u64 first, u64 end)
 {
 	unsigned int n = clamp_t(u64, (end - first) / FSV_MIN_JOB_BLOCKS, 1,
-				 FSV_JOBS_PER_CPU * num_online_cpus());
-	struct fsv_job *jobs;
+				 FSV_JOBS_PER_CPU * nr_cpus);
 	u64 per_job = DIV_ROUND_UP_ULL(end - first, n);
+	struct fsv_batch batch = {
+		.b = b,
+		.nr_jobs = DIV_ROUND_UP_ULL(end - first, per_job),
+		.next_job = ATOMIC_INIT(0),
+	};
 	unsigned int i;
-	int err = 0;
 
-	jobs = kcalloc(n, sizeof(*jobs), GFP_KERNEL);
-	if (!jobs)
+	batch.jobs = kcalloc(batch.nr_jobs, sizeof(*batch.jobs), GFP_KERNEL);
+	if (!batch.jobs)
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		jobs[i].b = b;
-		jobs[i].first = first + i * per_job;
-		jobs[i].end = min(jobs[i].first + per_job, end);
-		jobs[i].out = b->batch +
-			(jobs[i].first - first) * b->tree->digest_size;
-		if (i > 0) {
-			INIT_WORK(&jobs[i].work, fsv_job_work);
-			queue_work(system_unbound_wq, &jobs[i].work);
-		}
+	for (i = 0; i < batch.nr_jobs; i++) {
+		batch.jobs[i].b = b;
+		batch.jobs[i].first = first + i * per_job;
+		batch.jobs[i].end = min(batch.jobs[i].first + per_job, end);
+		batch.jobs[i].out = b->batch +
+			(batch.jobs[i].first - first) * b->tree->digest_size;
 	}
-	jobs[0].err = fsv_hash_range(&jobs[0], true);
-	for (i = 0; i < n; i++) {
-		if (i > 0)
-			flush_work(&jobs[i].work);
-		/* Report a real error rather than another part's -EINTR */
-		if (jobs[i].err && (!err || err == -EINTR))
-			err = jobs[i].err;
+	spin_lock_init(&batch.lock);
+	init_completion(&batch.helpers_done);
+	batch.memcg = get_mem_cgroup_from_mm(current->mm);
+
+	fsv_start_helpers(&batch, helpers,
+			  min(nr_cpus, batch.nr_jobs) - 1);
+	fsv_take_jobs(&batch, true);
+	if (!atomic_dec_and_test(&batch.helpers_running) &&
+	    wait_for_completion_killable(&batch.helpers_done)) {
+		/* Stop the helpers at their next folio, then wait for that */
+		WRITE_ONCE(b->abort, true);
+		fsv_batch_error(&batch, -EINTR);
+		wait_for_completion(&batch.helpers_done);
 	}
-	kfree(jobs);
-	return err;
+	mem_cgroup_put(batch.memcg);
+	kfree(batch.jobs);
+	return batch.err;
 }
 
 /*
@@ -422,6 +542,8 @@ int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 	const u64 data_blocks = DIV_ROUND_UP_ULL(i_size_read(b.inode),
 						 tree->block_size);
 	const u64 per_batch = (u64)FSV_BATCH_BYTES >> tree->log_digest_size;
+	const unsigned int nr_cpus = fsv_nr_cpus();
+	struct fsv_helper *helpers = NULL;
 	u64 first;
 	int err = 0;
 
@@ -433,7 +555,10 @@ int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 	if (tree->num_levels > 1)
 		b.blocks = kmalloc_array(tree->num_levels, tree->block_size,
 					 GFP_KERNEL);
-	if (!b.batch || (tree->num_levels > 1 && !b.blocks)) {
+	if (nr_cpus > 1)
+		helpers = kcalloc(nr_cpus - 1, sizeof(*helpers), GFP_KERNEL);
+	if (!b.batch || (tree->num_levels > 1 && !b.blocks) ||
+	    (nr_cpus > 1 && !helpers)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -441,7 +566,7 @@ int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 	for (first = 0; first < data_blocks && !err; first += per_batch) {
 		u64 end = min(first + per_batch, data_blocks);
 
-		err = fsv_hash_batch(&b, first, end);
+		err = fsv_hash_batch(&b, helpers, nr_cpus, first, end);
 		if (!err)
 			err = fsv_commit_batch(&b, end - first);
 	}
@@ -449,7 +574,20 @@ int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 		err = fsv_finish_levels(&b);
 out:
 	fsv_free_tree_pages(&b);
+	kfree(helpers);
 	kvfree(b.batch);
 	kfree(b.blocks);
 	return err;
+}
+
+void __init fsv_init_enable_workqueue(void)
+{
+	/*
+	 * Bound, so that a helper runs on the CPU it was queued on; CPU
+	 * intensive, so that hashing does not hold up the CPU's other work.
+	 */
+	fsv_enable_wq = alloc_workqueue("fsverity_enable",
+					WQ_CPU_INTENSIVE, 0);
+	if (!fsv_enable_wq)
+		panic("fs-verity: cannot allocate its workqueues");
 }

@@ -101,8 +101,10 @@ struct fsverity_info {
 };
 
 /* build.c */
+extern int fsv_enable_threads;
 int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 		   u8 *root_hash);
+void __init fsv_init_enable_workqueue(void);
 
 /* hash.c */
 const struct fsv_hash_alg *fsv_hash_alg_get(const struct inode *inode,
@@ -178,6 +180,8 @@ enum fsv_stat {
 	FSV_STAT_CACHE_HITS,	/* tree blocks found already checked */
 	FSV_STAT_FAILURES,	/* mismatches */
 	FSV_STAT_ENABLES,	/* successful FS_IOC_ENABLE_VERITY */
+	FSV_STAT_BIO_SHARES,	/* shares of bios handed to other CPUs */
+	FSV_STAT_TREE_READAHEAD, /* misses that asked for tree readahead */
 	FSV_NR_STATS
 };
 

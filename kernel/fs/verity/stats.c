@@ -2,12 +2,14 @@
 /*
  * fs-verity: per-filesystem statistics in /sys/fs/verity/<device>/
  *
- * Each filesystem on which fs-verity was used gets a directory named after
- * its device, holding one read-only counter per file.  Counting is per CPU,
- * so the verification hot path never shares a cache line; reading sums the
- * CPUs.  Directories stay until reboot: filesystems do not tell fs-verity
- * when they are unmounted, so counters are kept by device and continue
- * across remounts of the same device.
+ * Each mounted filesystem on which fs-verity was used gets a directory
+ * named after it (its super_block's s_id, the device name, as ext4 and
+ * f2fs name theirs under /sys/fs), holding one read-only counter per file.
+ * The directory belongs to the super_block: created when the first verity
+ * inode of the filesystem is set up, removed by fsverity_cleanup_sb() when
+ * the filesystem is shut down, so every mount starts from zero and nothing
+ * outlives it.  Counting is per CPU, so the verification hot path never
+ * shares a cache line; reading sums the CPUs.
  */
 
 #include "internal.h"
@@ -19,7 +21,7 @@
 struct fsv_stats {
 	struct kobject kobj;
 	struct list_head node;
-	dev_t dev;
+	const struct super_block *sb;
 	u64 __percpu *counts;		/* FSV_NR_STATS per CPU */
 };
 
@@ -75,6 +77,8 @@ static struct fsv_stat_attr fsv_stat_attrs[FSV_NR_STATS] = {
 	FSV_STAT_ATTR(FSV_STAT_CACHE_HITS, "hash_cache_hits"),
 	FSV_STAT_ATTR(FSV_STAT_FAILURES, "verify_failures"),
 	FSV_STAT_ATTR(FSV_STAT_ENABLES, "enables"),
+	FSV_STAT_ATTR(FSV_STAT_BIO_SHARES, "bio_shares_queued"),
+	FSV_STAT_ATTR(FSV_STAT_TREE_READAHEAD, "tree_readahead_requests"),
 };
 
 static struct attribute *fsv_stat_attr_list[] = {
@@ -83,6 +87,8 @@ static struct attribute *fsv_stat_attr_list[] = {
 	&fsv_stat_attrs[FSV_STAT_CACHE_HITS].attr,
 	&fsv_stat_attrs[FSV_STAT_FAILURES].attr,
 	&fsv_stat_attrs[FSV_STAT_ENABLES].attr,
+	&fsv_stat_attrs[FSV_STAT_BIO_SHARES].attr,
+	&fsv_stat_attrs[FSV_STAT_TREE_READAHEAD].attr,
 	NULL
 };
 
@@ -109,6 +115,17 @@ static const struct kobj_type fsv_stats_ktype = {
 	.release = fsv_stats_release,
 };
 
+static bool fsv_stats_name_taken(const char *name)
+{
+	struct fsv_stats *st;
+
+	list_for_each_entry(st, &fsv_stats_list, node)
+		if (kobject_name(&st->kobj) &&
+		    !strcmp(kobject_name(&st->kobj), name))
+			return true;
+	return false;
+}
+
 static struct fsv_stats *fsv_stats_create(struct super_block *sb)
 {
 	struct fsv_stats *st;
@@ -116,18 +133,23 @@ static struct fsv_stats *fsv_stats_create(struct super_block *sb)
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
 		return NULL;
-	st->dev = sb->s_dev;
+	st->sb = sb;
 	st->counts = __alloc_percpu(sizeof(u64) * FSV_NR_STATS,
 				    __alignof__(u64));
 	if (!st->counts) {
 		kfree(st);
 		return NULL;
 	}
-	if (kobject_init_and_add(&st->kobj, &fsv_stats_ktype, fsv_sysfs_root,
-				 "%s", sb->s_id)) {
-		/* Count anyway; only the directory is missing */
-		pr_warn_once("cannot add /sys/fs/verity/%s\n", sb->s_id);
-	}
+	kobject_init(&st->kobj, &fsv_stats_ktype);
+	/*
+	 * Two live filesystems with one s_id (it is only a device name) would
+	 * make sysfs complain loudly; the second then counts without a
+	 * directory rather than take another's name.
+	 */
+	if (fsv_stats_name_taken(sb->s_id) ||
+	    kobject_add(&st->kobj, fsv_sysfs_root, "%s", sb->s_id))
+		pr_warn_ratelimited("no /sys/fs/verity/%s for this mount: the name is taken or sysfs failed\n",
+				    sb->s_id);
 	list_add(&st->node, &fsv_stats_list);
 	return st;
 }
@@ -136,7 +158,9 @@ static struct fsv_stats *fsv_stats_create(struct super_block *sb)
  * fsv_stats_get() - the counters of the filesystem @sb
  * @sb: a filesystem with fs-verity support
  *
- * Called when a verity inode's state is set up, not on the hot path.
+ * Called when a verity inode's state is set up, not on the hot path.  The
+ * counters live until fsverity_cleanup_sb(), which runs after every inode of
+ * @sb, and so every user of the counters, is gone.
  *
  * Return: the counters, created on first use; NULL if memory ran out, in
  * which case nothing is counted for this inode
@@ -149,7 +173,7 @@ struct fsv_stats *fsv_stats_get(struct super_block *sb)
 		return NULL;
 	mutex_lock(&fsv_stats_mutex);
 	list_for_each_entry(st, &fsv_stats_list, node) {
-		if (st->dev == sb->s_dev)
+		if (st->sb == sb)
 			goto out;
 	}
 	st = fsv_stats_create(sb);
@@ -157,6 +181,35 @@ out:
 	mutex_unlock(&fsv_stats_mutex);
 	return st;
 }
+
+/**
+ * fsverity_cleanup_sb() - forget a filesystem being shut down
+ * @sb: the super_block, whose inodes have all been evicted
+ *
+ * Removes the filesystem's /sys/fs/verity/ directory and frees its
+ * counters.  Called by generic_shutdown_super() for every filesystem; does
+ * nothing for one that never set up a verity inode.
+ */
+void fsverity_cleanup_sb(struct super_block *sb)
+{
+	struct fsv_stats *st, *found = NULL;
+
+	if (!sb->s_vop)
+		return;
+	mutex_lock(&fsv_stats_mutex);
+	list_for_each_entry(st, &fsv_stats_list, node) {
+		if (st->sb == sb) {
+			list_del(&st->node);
+			found = st;
+			break;
+		}
+	}
+	mutex_unlock(&fsv_stats_mutex);
+	/* Waits for readers of its files; the release frees the counters */
+	if (found)
+		kobject_put(&found->kobj);
+}
+EXPORT_SYMBOL_GPL(fsverity_cleanup_sb);
 
 void __init fsv_init_stats(void)
 {

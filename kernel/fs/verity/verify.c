@@ -106,17 +106,17 @@ static void fsv_report_mismatch(const struct fsverity_info *vi, u64 pos,
 struct fsv_verifier {
 	struct inode *inode;
 	struct fsverity_info *vi;
-	unsigned long ra_pages;	/* tree pages to read ahead on a miss */
+	pgoff_t ra_end;		/* on a miss, read tree pages up to here */
 	struct page *leaf_page;	/* held, or NULL */
 	u64 leaf_block;
 };
 
 static void fsv_verifier_init(struct fsv_verifier *v, struct inode *inode,
-			      unsigned long ra_pages)
+			      pgoff_t ra_end)
 {
 	v->inode = inode;
 	v->vi = fsverity_get_info(inode);
-	v->ra_pages = ra_pages;
+	v->ra_end = ra_end;
 	v->leaf_page = NULL;
 }
 
@@ -134,6 +134,15 @@ static void fsv_verifier_done(struct fsv_verifier *v)
 	fsv_keep_leaf(v, NULL, 0);
 }
 
+/* The page of the tree holding the lowest-level hash of data at @pos */
+static pgoff_t fsv_leaf_page(const struct fsv_tree *tree, u64 pos)
+{
+	u64 block = tree->level_start[0] +
+		    (pos >> (tree->log_block_size + tree->log_arity));
+
+	return (block << tree->log_block_size) >> PAGE_SHIFT;
+}
+
 /* Copy out the hash at @hash_offset of tree block @block, held in @page */
 static void fsv_copy_hash(const struct fsv_tree *tree, struct page *page,
 			  u64 block, unsigned int hash_offset, u8 *out)
@@ -143,6 +152,30 @@ static void fsv_copy_hash(const struct fsv_tree *tree, struct page *page,
 	memcpy(out, addr + offset_in_page(block << tree->log_block_size) +
 	       hash_offset, tree->digest_size);
 	kunmap_local(addr);
+}
+
+/*
+ * Get tree page @tpage for a block of @level.  If it is not cached, the
+ * filesystem may read with it the following lowest-level pages the reader
+ * will need, up to v->ra_end.
+ */
+static struct page *fsv_tree_page(struct fsv_verifier *v, pgoff_t tpage,
+				  int level)
+{
+	unsigned long ra = 0;
+	struct page *page;
+
+	if (level == 0 && v->ra_end > tpage + 1)
+		ra = v->ra_end - tpage;
+	page = v->inode->i_sb->s_vop->read_merkle_tree_page(v->inode, tpage,
+							    ra);
+	/*
+	 * Count the requests made for a page instance not used before: the
+	 * only ones that can have found it uncached, and so read ahead.
+	 */
+	if (ra && !IS_ERR(page) && !PageChecked(page))
+		fsv_count(v->vi, FSV_STAT_TREE_READAHEAD, 1);
+	return page;
 }
 
 /* Verify the data block at byte @pos of the file, mapped at @data */
@@ -160,14 +193,22 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 	u64 index = pos >> tree->log_block_size;
 	int depth = 0;
 	int level;
+	int err;
 	bool ok = false;
 
 	/*
 	 * Blocks wholly past EOF (in the last folio) have no hash.  They must
 	 * read as zeroes, which is what filesystems fill them with.
 	 */
-	if (pos >= inode->i_size)
-		return !memchr_inv(data, 0, tree->block_size);
+	if (pos >= inode->i_size) {
+		if (!memchr_inv(data, 0, tree->block_size))
+			return true;
+		fsv_err(inode, "FILE CORRUPTED! data past EOF at offset %llu is not zeroed",
+			pos);
+		fsv_count(vi, FSV_STAT_FAILURES, 1);
+		trace_fsverity_verify_failed(inode, index, -1);
+		return false;
+	}
 
 	/* The common case: the same lowest-level block as the last one */
 	if (v->leaf_page && tree->num_levels &&
@@ -190,8 +231,7 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 		pgoff_t tpage = (block << tree->log_block_size) >> PAGE_SHIFT;
 		struct page *page;
 
-		page = inode->i_sb->s_vop->read_merkle_tree_page(inode, tpage,
-						level == 0 ? v->ra_pages : 0);
+		page = fsv_tree_page(v, tpage, level);
 		if (IS_ERR(page)) {
 			fsv_err(inode, "error %ld reading Merkle tree page %lu",
 				PTR_ERR(page), tpage);
@@ -224,12 +264,14 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 			offset_in_page(step->block << tree->log_block_size);
 		bool match;
 
-		match = !fsv_hash_block(tree, block, got) &&
-			!memcmp(got, want_hash, tree->digest_size);
+		err = fsv_hash_block(tree, block, got);
+		match = !err && !memcmp(got, want_hash, tree->digest_size);
 		if (match)
 			memcpy(want, block + step->hash_offset,
 			       tree->digest_size);
 		kunmap_local(addr);
+		if (err)
+			goto hash_error;
 		if (!match) {
 			fsv_report_mismatch(vi, pos, depth - 1, want_hash, got);
 			goto out;
@@ -247,13 +289,20 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 	}
 
 check_data:
-	if (fsv_hash_block(tree, data, got) ||
-	    memcmp(got, want_hash, tree->digest_size)) {
+	err = fsv_hash_block(tree, data, got);
+	if (err)
+		goto hash_error;
+	if (memcmp(got, want_hash, tree->digest_size)) {
 		fsv_report_mismatch(vi, pos, -1, want_hash, got);
 		goto out;
 	}
 	trace_fsverity_data_verified(inode, pos >> tree->log_block_size, -1);
 	ok = true;
+	goto out;
+
+hash_error:
+	/* Not a mismatch: nothing is known about the data */
+	fsv_err(inode, "error %d hashing to verify offset %llu", err, pos);
 out:
 	while (depth > 0)
 		put_page(path[--depth].page);
@@ -322,7 +371,7 @@ struct fsv_bio_share {
 	struct work_struct work;
 	struct bio *bio;
 	unsigned int first, end;
-	unsigned long ra_pages;
+	pgoff_t ra_end;
 	bool ok;
 };
 
@@ -333,7 +382,7 @@ static void fsv_verify_share(struct fsv_bio_share *share)
 	unsigned int i = 0;
 
 	fsv_verifier_init(&v, bio_first_folio_all(share->bio)->mapping->host,
-			  share->ra_pages);
+			  share->ra_end);
 	share->ok = true;
 	bio_for_each_folio_all(fi, share->bio) {
 		if (i >= share->end)
@@ -353,6 +402,28 @@ static void fsv_share_work(struct work_struct *work)
 	fsv_verify_share(container_of(work, struct fsv_bio_share, work));
 }
 
+/*
+ * The tree page after the last one to read on a miss in the lowest level,
+ * for a bio of @bytes of data at @pos: the pages that data needs, and for
+ * a bio marked REQ_RAHEAD (the reader is streaming) at least one tree page
+ * per 16 KiB of the bio, as much as mainline aims for, so that the next
+ * bios find their tree pages cached.  Clamped to the tree's end, which is
+ * where the lowest level is stored.
+ */
+static pgoff_t fsv_bio_ra_end(const struct fsv_tree *tree, struct bio *bio,
+			      u64 pos, u64 bytes)
+{
+	pgoff_t end;
+
+	if (!tree->num_levels || !bytes)
+		return 0;
+	end = fsv_leaf_page(tree, pos + bytes - 1) + 1;
+	if (bio->bi_opf & REQ_RAHEAD)
+		end = max_t(pgoff_t, end, fsv_leaf_page(tree, pos) +
+			    (bytes >> (PAGE_SHIFT + 2)));
+	return min_t(u64, end, DIV_ROUND_UP_ULL(tree->size, PAGE_SIZE));
+}
+
 /**
  * fsverity_verify_bio() - verify the data of a read bio that has completed
  * @bio: the bio; its segments are aligned to the Merkle tree block size
@@ -364,42 +435,50 @@ static void fsv_share_work(struct work_struct *work)
  * Verification is CPU bound and all of a bio's folios complete together, so
  * a large bio is split into shares verified on several CPUs at once, rather
  * than on the one CPU its completion happened to land on.
+ *
+ * The bio's size is taken from its folios: by the time a bio completes, the
+ * block layer has advanced ->bi_iter to its end, so ->bi_iter.bi_size is 0.
  */
 void fsverity_verify_bio(struct bio *bio)
 {
-	struct inode *inode = bio_first_folio_all(bio)->mapping->host;
-	const struct fsv_tree *tree = &fsverity_get_info(inode)->tree;
+	struct folio *first = bio_first_folio_all(bio);
+	struct inode *inode = first->mapping->host;
+	struct fsverity_info *vi = fsverity_get_info(inode);
 	struct fsv_bio_share shares[FSV_MAX_SHARES];
 	unsigned int nr_folios = 0, nr_shares, per_share, i;
-	unsigned long ra_pages;
+	u64 pos = U64_MAX, bytes = 0;
 	struct folio_iter fi;
+	pgoff_t ra_end;
 	bool ok;
 
-	/*
-	 * If a lowest-level tree page is not cached, read with it the rest of
-	 * that level this bio's data needs, rather than one page per miss.
-	 */
-	ra_pages = DIV_ROUND_UP(bio->bi_iter.bi_size >> tree->log_arity,
-				PAGE_SIZE) + 1;
-
-	bio_for_each_folio_all(fi, bio)
+	bio_for_each_folio_all(fi, bio) {
+		pos = min(pos, folio_pos(fi.folio) + fi.offset);
+		bytes += fi.length;
 		nr_folios++;
-	nr_shares = min3(bio->bi_iter.bi_size / FSV_MIN_SHARE,
-			 num_online_cpus(), FSV_MAX_SHARES);
+	}
+	ra_end = fsv_bio_ra_end(&vi->tree, bio, pos, bytes);
+
+	nr_shares = min_t(u64, bytes / FSV_MIN_SHARE,
+			  min(num_online_cpus(), FSV_MAX_SHARES));
 	nr_shares = clamp(nr_shares, 1U, nr_folios);
 	per_share = DIV_ROUND_UP(nr_folios, nr_shares);
 	nr_shares = DIV_ROUND_UP(nr_folios, per_share);
+	trace_fsverity_verify_bio(inode, pos, bytes, nr_shares,
+				  ra_end ? ra_end - fsv_leaf_page(&vi->tree, pos) :
+				  0);
 
 	for (i = 0; i < nr_shares; i++) {
 		shares[i].bio = bio;
 		shares[i].first = i * per_share;
 		shares[i].end = min(shares[i].first + per_share, nr_folios);
-		shares[i].ra_pages = ra_pages;
+		shares[i].ra_end = ra_end;
 		if (i > 0) {
 			INIT_WORK_ONSTACK(&shares[i].work, fsv_share_work);
 			queue_work(fsv_share_wq, &shares[i].work);
 		}
 	}
+	if (nr_shares > 1)
+		fsv_count(vi, FSV_STAT_BIO_SHARES, nr_shares - 1);
 	/* This task takes the first share, then waits for the others */
 	fsv_verify_share(&shares[0]);
 	ok = shares[0].ok;
@@ -431,14 +510,17 @@ void __init fsv_init_workqueue(void)
 {
 	/*
 	 * High priority: a reader is blocked until this work completes.
-	 * Unbound, so that reads completing on one CPU are verified on all.
-	 * Tree pages it reads may need work on other workqueues (decryption),
-	 * but never on these, so they cannot deadlock on themselves; the
-	 * shares of a bio go to a workqueue of their own, since the work
-	 * splitting a bio waits for them.
+	 * Bound, as mainline's: the work runs on the CPU that completed the
+	 * read, which keeps a small read's latency low, and unbound queues
+	 * cost crypto work too much scheduler latency on some systems.  The
+	 * spare CPUs take part through the shares of large bios instead, on
+	 * a queue of their own (unbound: spreading is their purpose), since
+	 * the work splitting a bio waits for them.  Tree pages read while
+	 * verifying may need work on other queues (decryption), never on
+	 * these, so they cannot deadlock on themselves.
 	 */
-	fsv_read_wq = alloc_workqueue("fsverity_read_queue",
-				      WQ_UNBOUND | WQ_HIGHPRI, 0);
+	fsv_read_wq = alloc_workqueue("fsverity_read_queue", WQ_HIGHPRI,
+				      num_online_cpus());
 #ifdef CONFIG_BLOCK
 	fsv_share_wq = alloc_workqueue("fsverity_share_queue",
 				       WQ_UNBOUND | WQ_HIGHPRI, 0);

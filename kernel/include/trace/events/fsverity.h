@@ -62,6 +62,31 @@ TRACE_EVENT(fsverity_enable_end,
 		  (unsigned long)__entry->ino, __entry->err)
 );
 
+/*
+ * Part @part of @nr_parts of a batch of an enable's data hashing starts,
+ * on the CPU and in the task that the trace line shows
+ */
+TRACE_EVENT(fsverity_enable_part,
+	TP_PROTO(const struct inode *inode, unsigned int part,
+		 unsigned int nr_parts),
+	TP_ARGS(inode, part, nr_parts),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__field(ino_t, ino)
+		__field(unsigned int, part)
+		__field(unsigned int, nr_parts)
+	),
+	TP_fast_assign(
+		__entry->dev = inode->i_sb->s_dev;
+		__entry->ino = inode->i_ino;
+		__entry->part = part;
+		__entry->nr_parts = nr_parts;
+	),
+	TP_printk("dev %d:%d ino %lu part %u of %u",
+		  MAJOR(__entry->dev), MINOR(__entry->dev),
+		  (unsigned long)__entry->ino, __entry->part, __entry->nr_parts)
+);
+
 /* The tree blocks and data blocks that verification deals with */
 DECLARE_EVENT_CLASS(fsverity_block_class,
 	TP_PROTO(const struct inode *inode, u64 block, int level),
@@ -110,6 +135,37 @@ DEFINE_EVENT(fsverity_block_class, fsverity_data_verified,
 DEFINE_EVENT(fsverity_block_class, fsverity_verify_failed,
 	TP_PROTO(const struct inode *inode, u64 block, int level),
 	TP_ARGS(inode, block, level));
+
+/*
+ * A completed read bio of @bytes bytes of data is verified in @nr_shares
+ * shares (one per CPU taking part), reading up to @ra_pages tree pages
+ * ahead on a miss in the lowest level
+ */
+TRACE_EVENT(fsverity_verify_bio,
+	TP_PROTO(const struct inode *inode, u64 pos, unsigned int bytes,
+		 unsigned int nr_shares, unsigned long ra_pages),
+	TP_ARGS(inode, pos, bytes, nr_shares, ra_pages),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__field(ino_t, ino)
+		__field(u64, pos)
+		__field(unsigned int, bytes)
+		__field(unsigned int, nr_shares)
+		__field(unsigned long, ra_pages)
+	),
+	TP_fast_assign(
+		__entry->dev = inode->i_sb->s_dev;
+		__entry->ino = inode->i_ino;
+		__entry->pos = pos;
+		__entry->bytes = bytes;
+		__entry->nr_shares = nr_shares;
+		__entry->ra_pages = ra_pages;
+	),
+	TP_printk("dev %d:%d ino %lu pos %llu bytes %u shares %u ra_pages %lu",
+		  MAJOR(__entry->dev), MINOR(__entry->dev),
+		  (unsigned long)__entry->ino, __entry->pos, __entry->bytes,
+		  __entry->nr_shares, __entry->ra_pages)
+);
 
 #endif /* _TRACE_FSVERITY_H */
 

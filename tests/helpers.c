@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tasks that help FS_IOC_ENABLE_VERITY hash a file answer to its
+ * caller (Documentation/filesystems/fsverity.rst, "Enabling"): they run
+ * only on the CPUs the caller may run on, no more of them than
+ * /proc/sys/fs/verity/enable_threads allows, and the page cache they read
+ * is charged to the caller's memory cgroup.  Who hashed what is read from
+ * the trace event fsverity_enable_part (task and CPU of each part), so on
+ * a kernel without it (mainline, which hashes in the caller alone) the
+ * tests that need it skip.
+ */
+#include "vutil.h"	/* first: defines _GNU_SOURCE */
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+
+#define TRACEFS		"/sys/kernel/tracing"
+#define EVENT		TRACEFS "/events/fsverity/fsverity_enable_part"
+#define THREADS		"/proc/sys/fs/verity/enable_threads"
+#define CGROOT		"/sys/fs/cgroup"
+#define CG		CGROOT "/fsverity-test"
+#define FILE_SIZE	(64 << 20)	/* two batches with SHA-256, 4K */
+
+static void put_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+
+	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		fail("write \"%s\" to %s: %s", s, path, strerror(errno));
+	close(fd);
+}
+
+/* write(2) @s to @path: 0 or the errno */
+static int put_str_errno(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+static int merkle_bs(void)
+{
+	return block_size_unsupported(4096) ? 1024 : 4096;
+}
+
+static char *make_big(const char *name)
+{
+	char *p = test_path("%s", name);
+
+	unlink(p);
+	make_file(p, FILE_SIZE, 7);
+	return p;
+}
+
+/* The parts of the traced enables: how many, on which CPUs, by whom */
+struct parts {
+	int n;
+	unsigned long cpus;		/* bit per CPU */
+	int by_caller;			/* parts hashed by task @caller */
+};
+
+static void trace_start(void)
+{
+	if (access(EVENT, F_OK))
+		skip("no %s: kernel without the fs-verity enable trace events",
+		     EVENT);
+	put_str(TRACEFS "/trace", "");
+	put_str(EVENT "/enable", "1");
+}
+
+/* Trace lines look like "  task-123  [001] ..... 12.34: fsverity_..." */
+static struct parts trace_stop(pid_t caller)
+{
+	struct parts r = { 0 };
+	char line[512];
+	FILE *f;
+
+	put_str(EVENT "/enable", "0");
+	f = fopen(TRACEFS "/trace", "r");
+	if (!f)
+		fail("open trace: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *br = strchr(line, '['), *dash;
+		int cpu, pid;
+
+		if (line[0] == '#' || !strstr(line, "fsverity_enable_part:") ||
+		    !br || sscanf(br, "[%d]", &cpu) != 1)
+			continue;
+		*br = '\0';
+		dash = strrchr(line, '-');
+		pid = dash ? atoi(dash + 1) : -1;
+		r.n++;
+		r.cpus |= 1UL << cpu;
+		r.by_caller += pid == caller;
+	}
+	fclose(f);
+	put_str(TRACEFS "/trace", "");
+	return r;
+}
+
+static int online_cpus(void)
+{
+	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+TEST(enable_is_hashed_on_every_cpu_of_the_caller)
+{
+	char *p = make_big("helpers-all");
+	struct parts r;
+
+	trace_start();
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	r = trace_stop(getpid());
+	note("%d parts on CPUs %#lx, %d by the caller", r.n, r.cpus,
+	     r.by_caller);
+	if (!r.n)
+		fail("no fsverity_enable_part event");
+	if (online_cpus() > 1 && r.cpus == (r.cpus & -r.cpus))
+		fail("%d CPUs online, yet every part ran on CPUs %#lx",
+		     online_cpus(), r.cpus);
+	if (!r.by_caller)
+		fail("the caller hashed no part itself");
+}
+
+TEST(enable_helpers_stay_on_the_cpus_the_caller_may_use)
+{
+	char *p = make_big("helpers-pinned");
+	cpu_set_t one, all;
+	struct parts r;
+
+	if (online_cpus() < 2)
+		skip("one CPU online: nothing to pin away from");
+	CHECK_OK(sched_getaffinity(0, sizeof(all), &all));
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	CHECK_OK(sched_setaffinity(0, sizeof(one), &one));
+	trace_start();
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	r = trace_stop(getpid());
+	CHECK_OK(sched_setaffinity(0, sizeof(all), &all));
+	note("caller pinned to CPU 1: %d parts on CPUs %#lx, %d by the caller",
+	     r.n, r.cpus, r.by_caller);
+	if (!r.n)
+		fail("no fsverity_enable_part event");
+	if (r.cpus != 1UL << 1)
+		fail("parts ran on CPUs %#lx, not only on CPU 1", r.cpus);
+}
+
+TEST(enable_threads_1_hashes_in_the_caller_alone)
+{
+	char *p = make_big("helpers-serial");
+	char old[32] = "0";
+	struct parts r;
+	FILE *f;
+
+	if (access(THREADS, F_OK))
+		skip("no %s: kernel without the setting", THREADS);
+	f = fopen(THREADS, "r");
+	if (!f || !fgets(old, sizeof(old), f))
+		fail("read %s", THREADS);
+	fclose(f);
+	put_str(THREADS, "1");
+	trace_start();
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	r = trace_stop(getpid());
+	put_str(THREADS, old);
+	note("enable_threads=1: %d parts, %d by the caller", r.n, r.by_caller);
+	if (!r.n || r.by_caller != r.n)
+		fail("%d of %d parts were hashed by another task", r.n - r.by_caller,
+		     r.n);
+	/* and bad values are refused, leaving the setting as it was */
+	if (put_str_errno(THREADS, "-1") != EINVAL)
+		fail("enable_threads took -1");
+}
+
+/* Bytes of @path in the page cache (mincore over a read-only mapping) */
+static long long cached_bytes(const char *path, off_t size)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t pages = (size + ps - 1) / ps;
+	unsigned char *vec = malloc(pages);
+	long long n = 0;
+	int fd = CHECK_OK(open(path, O_RDONLY));
+	void *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+
+	CHECK(m != MAP_FAILED && vec);
+	CHECK_OK(mincore(m, size, vec));
+	for (size_t i = 0; i < pages; i++)
+		n += (vec[i] & 1) * ps;
+	munmap(m, size);
+	close(fd);
+	free(vec);
+	return n;
+}
+
+/*
+ * In a memory cgroup allowed a quarter of the file, enable verity on the
+ * file with nothing of it cached: the enable succeeds, and no more of the
+ * file stays cached than the cgroup may hold, so the helpers' reads were
+ * charged to it too (charged to the root, they would stay cached).
+ */
+TEST(enable_in_a_small_memory_cgroup_charges_the_helpers_reads_to_it)
+{
+	char *p = make_big("helpers-memcg");
+	long long max = FILE_SIZE / 4, cached;
+	char buf[64], stat[4096];
+	pid_t pid;
+	int status, err;
+
+	if (access(CGROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CGROOT, "cgroup2", 0, NULL))
+		skip("no cgroup v2 (%s)", strerror(errno));
+	if (put_str_errno(CGROOT "/cgroup.subtree_control", "+memory"))
+		skip("no memory controller: kernel without CONFIG_MEMCG");
+	rmdir(CG);
+	CHECK_OK(mkdir(CG, 0755));
+	snprintf(buf, sizeof(buf), "%lld", max);
+	put_str(CG "/memory.max", buf);
+	drop_caches();
+
+	pid = fork();
+	CHECK_OK(pid);
+	if (pid == 0) {
+		int fd;
+
+		snprintf(buf, sizeof(buf), "%d", getpid());
+		put_str(CG "/cgroup.procs", buf);
+		fd = open(p, O_RDONLY);
+		if (fd < 0)
+			_exit(100);
+		_exit(enable_verity(fd, FS_VERITY_HASH_ALG_SHA256,
+				    merkle_bs() == 4096 ? 12 : 10, NULL, 0,
+				    NULL, 0));
+	}
+	CHECK_OK(waitpid(pid, &status, 0));
+	err = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	cached = cached_bytes(p, FILE_SIZE);
+	{
+		int fd = CHECK_OK(open(CG "/memory.stat", O_RDONLY));
+		ssize_t n = read(fd, stat, sizeof(stat) - 1);
+
+		close(fd);
+		stat[n > 0 ? n : 0] = '\0';
+		/* its first two lines: anon and file */
+		*strchrnul(strchrnul(stat, '\n') + 1, '\n') = '\0';
+		*strchrnul(stat, '\n') = ' ';
+	}
+	note("memory.max %lld KiB: %lld KiB of the file cached; %s", max >> 10,
+	     cached >> 10, stat);
+	rmdir(CG);
+	if (err)
+		fail("enable in the cgroup: %s", err == 100 ? "open failed" :
+		     err < 0 ? "child died" : errno_name(err));
+	if (cached > max + (4 << 20))
+		fail("%lld KiB of the file cached, more than the cgroup's %lld KiB: reads charged elsewhere",
+		     cached >> 10, max >> 10);
+}
