@@ -49,6 +49,47 @@ rm -rf "$disks"
 mkdir -p "$disks" "$logs"
 results=$logs/check-$name.results
 : >"$results"
+
+# A SKIP is a decision written down: each must match a line of
+# tests/expected-skips for this kernel; any other becomes a FAIL.
+skips=$top/tests/expected-skips
+skipgate() {
+	local line test k glob why hit
+	while IFS= read -r line; do
+		case $line in "SKIP "*) ;; *) echo "$line"; continue ;; esac
+		test=${line#SKIP }; test=${test%%:*}
+		hit=
+		while read -r k glob why; do
+			case $k in ''|'#'*) continue ;; esac
+			# shellcheck disable=SC2254
+			case $name in $k) ;; *) continue ;; esac
+			# shellcheck disable=SC2254
+			case $test in $glob) hit=1; break ;; esac
+		done <"$skips"
+		if [ -n "$hit" ]; then
+			echo "$line"
+		else
+			echo "FAIL $test: skipped, and no line of tests/expected-skips allows it on $name (${line#*: })"
+		fi
+	done
+}
+
+# stage NAME CMD...: CMD's verdict lines; a stage that ends without one, or
+# fails without saying what failed, is a FAIL of its own
+stage() {
+	local what=$1 out rc=0
+
+	shift
+	out=$(mktemp)
+	"$@" >"$out" 2>&1 || rc=$?
+	grep -E '^(PASS|FAIL|SKIP) ' "$out" || true
+	if ! grep -qE '^(PASS|FAIL|SKIP) ' "$out"; then
+		echo "FAIL $what: ended without a verdict (exit $rc): $(tail -n 1 "$out")"
+	elif [ "$rc" != 0 ] && ! grep -qE '^FAIL ' "$out"; then
+		echo "FAIL $what: exited $rc without naming a failure: $(tail -n 1 "$out")"
+	fi
+	rm -f "$out"
+}
 for boot in 1 2; do
 	log=$logs/check-$name-boot$boot.log
 	echo "check: $name boot $boot (console: build/logs/$(basename "$log"), timeout ${timeout}s)"
@@ -57,7 +98,8 @@ for boot in 1 2; do
 	"$top/scripts/qemu.sh" "$top/build/$name/bzImage" "$initrd" "$disks" "$log" \
 		check "$boot" "$timeout" "$extra" || rc=$?
 	echo "check: boot $boot took $(( $(date +%s) - start ))s$([ "$rc" = 124 ] && echo ", TIMED OUT")"
-	awk -v boot="boot$boot" -f "$top/scripts/parse-log.awk" "$log" | tee -a "$results"
+	awk -v boot="boot$boot" -v splats="$top/scripts/splats" -f "$top/scripts/parse-log.awk" "$log" |
+		skipgate | tee -a "$results"
 done
 
 # the code-quality gates (checkpatch, sparse, W=1) on our code
@@ -70,8 +112,9 @@ fi
 if [ "${POWERCUT:-1}" = 0 ] || [ "$debug" = 1 ] || [ -n "${TESTS:-}" ]; then
 	echo "SKIP powercut: not asked for (POWERCUT=0, DEBUG=1 or TESTS set)" | tee -a "$results"
 else
-	CUTS=${CHECK_CUTS:-4} "$top/scripts/powercut.sh" 2>&1 |
-		grep -E '^(PASS|FAIL|SKIP) |^powercut: ' | tee -a "$results" || true
+	echo "check: power cuts (build/logs/powercut-*)"
+	stage powercut env CUTS="${CHECK_CUTS:-4}" "$top/scripts/powercut.sh" |
+		skipgate | tee -a "$results"
 fi
 
 # ours again as another kernel: variant TAG SWITCH WHAT VAR=VALUE...  runs
@@ -87,9 +130,10 @@ variant() {
 		return
 	fi
 	echo "check: ours $what (build/logs/check-ours-$tag-boot*.log)"
-	env "$@" LINT=0 "$top/scripts/check.sh" 2>&1 |
-		sed -n "s#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 $tag/\2#p" |
-		tee -a "$results" || true
+	# its own run gates its skips, against its own kernel's name
+	stage "$tag" env "$@" LINT=0 "$top/scripts/check.sh" |
+		sed "s#^\(PASS\|FAIL\|SKIP\) \([a-z0-9-]*/\)#\1 $tag/\2#" |
+		tee -a "$results"
 }
 
 # without built-in signatures (NOSIG=1): a signature given to enable is
@@ -101,7 +145,7 @@ variant nosig NOSIG_CHECK "without built-in signatures" \
 # injection), the tests that fit next to the rest in CI's time; the whole
 # suite there is `make check DEBUG=1`
 variant debug DEBUG_CHECK "on the sanitized kernel" \
-	DEBUG=1 TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults}"
+	DEBUG=1 TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults stats}"
 
 # the differential compatibility suite: ours vs upstream vs the host's
 # fsverity-utils, three boots of its own (scripts/compat.sh, COMPAT=0 skips it)
@@ -109,7 +153,7 @@ if [ "${COMPAT:-1}" = 0 ] || [ "$debug" = 1 ] ||
 	! case " ${TESTS:-compat} " in *" compat "*) true ;; *) false ;; esac; then
 	echo "SKIP compat: not asked for (COMPAT=0, DEBUG=1 or TESTS without compat)" | tee -a "$results"
 else
-	"$top/scripts/compat.sh" 2>&1 | tee -a "$results" || true
+	stage compat "$top/scripts/compat.sh" | skipgate | tee -a "$results"
 fi
 
 echo "check: $name: $(grep -c '^SKIP' "$results" || true) skipped"

@@ -1,7 +1,7 @@
 # Turns a guest console log into verdicts: one "PASS|FAIL|SKIP name[: reason]"
 # line per test.  A kernel splat fails the test that was running (or the
 # pseudo test boot/<boot>); a log without FSV-DONE fails the running test.
-# Usage: awk -v boot=boot1 -f parse-log.awk console.log
+# Usage: awk -v boot=boot1 -v splats=scripts/splats -f parse-log.awk console.log
 function verdict(kind, name, reason) {
 	if (reason != "")
 		print kind " " name ": " reason
@@ -16,11 +16,14 @@ function flush_running(reason) {
 }
 BEGIN {
 	done = 0; running = ""; nboot = 0
-	splat_re = "BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|" \
-		"possible circular locking|inconsistent lock state|INFO: possible|" \
-		"INFO: task .* blocked|kmemleak: [0-9]+ new suspected|unreferenced object|" \
-		"Kernel panic|soft lockup|hard LOCKUP|detected stall|self-detected stall|" \
-		"Unable to handle|invalid opcode|stack-protector|list_add corruption|list_del corruption"
+	# the shared list of splat patterns (scripts/splats), one per line
+	if (splats == "") { print "parse-log.awk: set -v splats=FILE" > "/dev/stderr"; exit 2 }
+	splat_re = ""
+	while ((getline pat < splats) > 0)
+		if (pat !~ /^#/ && pat != "")
+			splat_re = splat_re (splat_re == "" ? "" : "|") pat
+	close(splats)
+	if (splat_re == "") { print "parse-log.awk: no patterns in " splats > "/dev/stderr"; exit 2 }
 }
 { sub(/\r$/, "") }
 # verdicts written through /dev/kmsg carry the kernel's timestamp

@@ -33,7 +33,7 @@ mkdir -p "$logs"
 EXTRA_TESTS=$top/tests/powercut "$top/scripts/initramfs.sh" powercut
 initrd=$top/build/initramfs-powercut.cpio.gz
 bz=$top/build/$name/bzImage
-splat_re='BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|possible circular locking|inconsistent lock state|INFO: task .* blocked|unreferenced object|Kernel panic|soft lockup|list_add corruption|list_del corruption'
+splat_re=$(grep -v '^#' "$top/scripts/splats" | grep . | paste -sd'|')
 
 pass=0 failed=0
 verdict() { # PASS|FAIL name [reason]
