@@ -72,7 +72,7 @@ in /sys/fs/verity/<dev>/) and init.c.  New trace events in
 include/trace/events/fsverity.h cover enabling, tree blocks hashed, the
 verified-block cache's hits and misses, data blocks verified and
 verification failures."
-"Documentation|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
+"Documentation @maintainers-abi.patch|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
 every errno, the digest computation, built-in signatures and their
 limits, filesystem support, how verification and enabling work, the
 statistics and tracepoints, and an FAQ."
