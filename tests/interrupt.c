@@ -37,6 +37,16 @@ static void fsck_clean(void)
 		     env.dev, rc, out);
 }
 
+/* skip() unless the filesystem has room for a big file and its tree */
+static void need_room(void)
+{
+	struct statvfs sv;
+
+	CHECK_OK(statvfs(env.mnt, &sv));
+	if ((uint64_t)sv.f_bavail * sv.f_frsize < BIG_SIZE + (BIG_SIZE >> 3))
+		skip("%s has less than 288 MiB free", env.mnt);
+}
+
 /*
  * Enable verity on @p in a child, SIGKILL it 0.5 s in, and return how
  * long the kill took to end it; skip() if the enable was already over.
@@ -96,13 +106,10 @@ TEST_TIMEOUT(sigkill_during_enable_returns_promptly_and_changes_nothing, 1200)
 {
 	char *p = test_path("big");
 	uint64_t fp, fp2, size;
-	struct statvfs sv;
 	double waited;
 	int fd;
 
-	CHECK_OK(statvfs(env.mnt, &sv));
-	if ((uint64_t)sv.f_bavail * sv.f_frsize < BIG_SIZE + (BIG_SIZE >> 3))
-		skip("%s has less than 288 MiB free", env.mnt);
+	need_room();
 	unlink(p);
 	make_file(p, BIG_SIZE, 42);
 	fp = file_fingerprint(p, &size);
@@ -169,12 +176,9 @@ TEST_TIMEOUT(sigkill_ends_a_sha256_4k_enable_within_half_a_second, 1200)
 {
 	char *p = test_path("big256");
 	int bs = block_size_unsupported(4096) ? 1024 : 4096;
-	struct statvfs sv;
 	double waited;
 
-	CHECK_OK(statvfs(env.mnt, &sv));
-	if ((uint64_t)sv.f_bavail * sv.f_frsize < BIG_SIZE + (BIG_SIZE >> 3))
-		skip("%s has less than 288 MiB free", env.mnt);
+	need_room();
 	unlink(p);
 	make_file(p, BIG_SIZE, 43);
 	waited = kill_enable(p, FS_VERITY_HASH_ALG_SHA256, bs);
