@@ -98,7 +98,8 @@ for boot in 1 2; do
 	"$top/scripts/qemu.sh" "$top/build/$name/bzImage" "$initrd" "$disks" "$log" \
 		check "$boot" "$timeout" "$extra" || rc=$?
 	echo "check: boot $boot took $(( $(date +%s) - start ))s$([ "$rc" = 124 ] && echo ", TIMED OUT")"
-	awk -v boot="boot$boot" -v splats="$top/scripts/splats" -f "$top/scripts/parse-log.awk" "$log" |
+	awk -v boot="boot$boot" -v splats="$top/scripts/splats" \
+		-f "$top/scripts/splats.awk" -f "$top/scripts/parse-log.awk" "$log" |
 		skipgate | tee -a "$results"
 done
 

@@ -194,7 +194,7 @@ for phase in 1 2 3; do
 		*) echo "$line" | sed -E "s#^(PASS|FAIL|SKIP) #\1 compat/boot$phase-$k/#" ;;
 		esac
 		case $line in FAIL*) failed=1 ;; esac
-	done < <(awk -v boot="compat$phase" -v splats="$top/scripts/splats" -f "$top/scripts/parse-log.awk" "$log")
+	done < <(awk -v boot="compat$phase" -v splats="$top/scripts/splats" -f "$top/scripts/splats.awk" -f "$top/scripts/parse-log.awk" "$log")
 	grep '^# compat/' "$log" | tr -d '\r' || true
 	dd if="$disks/vde.img" bs=1M skip=768 count=64 status=none | tr -d '\0' \
 		>"$work/out-$phase.txt"

@@ -1,7 +1,8 @@
 # Turns a guest console log into verdicts: one "PASS|FAIL|SKIP name[: reason]"
 # line per test.  A kernel splat fails the test that was running (or the
 # pseudo test boot/<boot>); a log without FSV-DONE fails the running test.
-# Usage: awk -v boot=boot1 -v splats=scripts/splats -f parse-log.awk console.log
+# Usage: awk -v boot=boot1 -v splats=scripts/splats -f splats.awk \
+#        -f parse-log.awk console.log
 function verdict(kind, name, reason) {
 	if (reason != "")
 		print kind " " name ": " reason
@@ -16,14 +17,7 @@ function flush_running(reason) {
 }
 BEGIN {
 	done = 0; running = ""; nboot = 0
-	# the shared list of splat patterns (scripts/splats), one per line
-	if (splats == "") { print "parse-log.awk: set -v splats=FILE" > "/dev/stderr"; exit 2 }
-	splat_re = ""
-	while ((getline pat < splats) > 0)
-		if (pat !~ /^#/ && pat != "")
-			splat_re = splat_re (splat_re == "" ? "" : "|") pat
-	close(splats)
-	if (splat_re == "") { print "parse-log.awk: no patterns in " splats > "/dev/stderr"; exit 2 }
+	splat_load()
 }
 { sub(/\r$/, "") }
 # verdicts written through /dev/kmsg carry the kernel's timestamp
@@ -49,7 +43,7 @@ BEGIN {
 /^FSV-DONE/ { done = 1; next }
 /\[ *[0-9]+\.[0-9]+\]/ {
 	line = $0; sub(/^.*\[ *[0-9]+\.[0-9]+\] /, "", line)
-	if (line ~ splat_re) {
+	if (splat_match(line) != "") {
 		if (running != "") {
 			if (splat[running] == "") splat[running] = line
 		} else if (bootsplat == "") {

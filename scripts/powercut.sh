@@ -33,7 +33,6 @@ mkdir -p "$logs"
 EXTRA_TESTS=$top/tests/powercut "$top/scripts/initramfs.sh" powercut
 initrd=$top/build/initramfs-powercut.cpio.gz
 bz=$top/build/$name/bzImage
-splat_re=$(grep -v '^#' "$top/scripts/splats" | grep . | paste -sd'|')
 
 pass=0 failed=0
 verdict() { # PASS|FAIL name [reason]
@@ -60,7 +59,8 @@ boot() { # disks log bootno mode
 
 # the log's problems: a splat, or a FAIL/PC-VERIFY-FAIL line
 problems() {
-	grep -a -E "$splat_re" "$1" | head -n 3
+	awk -v splats="$top/scripts/splats" -f "$top/scripts/splats.awk" \
+		-f "$top/scripts/splat-lines.awk" "$1" | head -n 3
 	grep -a -E '(^|\] )FAIL |PC-VERIFY-FAIL' "$1" | head -n 3
 }
 

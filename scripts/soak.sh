@@ -41,7 +41,7 @@ start=$(date +%s)
 "$top/scripts/qemu.sh" "$top/build/$name/bzImage" "$top/build/initramfs.cpio.gz" \
 	"$disks" "$log" check 1 "$timeout" "$extra" || true
 echo "soak: the boot took $(( $(date +%s) - start ))s"
-awk -v boot=soak -v splats="$top/scripts/splats" -f "$top/scripts/parse-log.awk" "$log" | tee -a "$results"
+awk -v boot=soak -v splats="$top/scripts/splats" -f "$top/scripts/splats.awk" -f "$top/scripts/parse-log.awk" "$log" | tee -a "$results"
 grep -a -E '# (soak|hostile|faults)/' "$log" | sed 's/^.*\] //' || true
 
 if [ "${POWERCUT:-1}" = 1 ]; then
