@@ -21,14 +21,14 @@
  * Every level has one block in progress.  Level positions are known in
  * advance from the data size, so nothing is read back.
  *
- * Blocks go to the filesystem a whole page at a time, never in part.  While
- * verity is being enabled, filesystems still treat what is past EOF as a
- * hole: a read() crossing EOF that finds a tree page being created there
- * fills it with zeroes and marks it uptodate.  A write of less than the page
- * (or of less than a filesystem block) would then keep those zeroes next to
- * the block it writes, and on a filesystem with blocks larger than the
- * Merkle tree's they even reach the disk.  So each tree page is assembled
- * here and written once, whole (the tree's last page up to the tree's end).
+ * Blocks go to the filesystem a whole page at a time, never in part: one
+ * ->write_merkle_tree_block() call per page, not per block, and no tree
+ * page is ever left partly written.  That also keeps the tree safe on a
+ * filesystem that, while verity is being enabled, zero-fills a tree page
+ * that a read() crossing EOF finds not uptodate (ext4 in 6.12 did; the
+ * series fixes it there): a partial write would keep those zeroes next to
+ * the block it writes.  So each tree page is assembled here and written
+ * once, whole (the tree's last page up to the tree's end).
  * Levels are produced lowest first but stored highest first, so a page
  * where two levels meet waits for the higher one: at most one page per
  * level is in progress plus one per boundary.  Memory is one batch, one

@@ -6,7 +6,6 @@
 #include "internal.h"
 
 #include <linux/mount.h>
-#include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <trace/events/fsverity.h>
 
@@ -29,33 +28,6 @@ static int fsv_end_enable(struct file *filp,
 		fsv_err(inode, "%ps() failed with error %d",
 			vops->end_enable_verity, err);
 	return err;
-}
-
-/*
- * Drop what the page cache holds past EOF, where filesystems keep the tree
- * and descriptor, now that verity is on.  While it was being enabled, the
- * filesystem read pages past EOF as holes, and a read() crossing EOF may
- * have zero-filled a cached page there that was only partly uptodate (see
- * build.c).  The tree goes out in whole pages, but with blocks smaller than
- * a page the filesystem's own descriptor write can still share the tree's
- * last page, and if that page was evicted in between, the descriptor write
- * brings it back partly uptodate.  Verification would then fail on zeroes
- * that are not on disk for as long as the page stayed cached.  With
- * page-sized blocks a cached page is never partly uptodate, so there is
- * nothing to drop; otherwise the clean pages go and the next reader gets
- * them from the disk, where the filesystem looks past EOF now.
- */
-static void fsv_drop_cache_past_eof(struct inode *inode)
-{
-	pgoff_t first = DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE);
-	int err;
-
-	if (inode->i_blkbits >= PAGE_SHIFT)
-		return;
-	err = invalidate_inode_pages2_range(inode->i_mapping, first, ULONG_MAX);
-	if (err)
-		fsv_warn(inode, "error %d dropping cached verity metadata",
-			 err);
 }
 
 /* Everything enable does once the arguments are known to be sane */
@@ -140,7 +112,6 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 		fsv_info_free(vi);
 		goto out_trace;
 	}
-	fsv_drop_cache_past_eof(inode);
 	/* As at open: LSMs hear of the signature before readers see it */
 	fsv_report_signature(inode, desc->signature, arg->sig_size);
 	fsv_count(vi, FSV_STAT_ENABLES, 1);
