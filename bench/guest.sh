@@ -3,6 +3,8 @@
 # fsvbench on it, prefixing its lines with the filesystem's name.
 # Disks: vda ext4, vdc f2fs, vdd btrfs (the same as "make check").
 # fsv.fs=ext4,f2fs on the kernel command line limits it to those.
+# the disks' request queues (BLK_QUEUES on the host), for the record
+echo "BENCH-INFO vda has $(ls /sys/block/vda/mq | wc -l) request queue(s)"
 only=$(sed -n 's/.*fsv\.fs=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
 for spec in ext4:/dev/vda:mkfs.ext4+-F+-q+-O+verity \
 	    f2fs:/dev/vdc:mkfs.f2fs+-f+-q+-O+extra_attr,verity \

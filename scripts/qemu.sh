@@ -12,10 +12,17 @@ extra=${8:-}
 
 [ -f "$kernel" ] || { echo "qemu: no kernel $kernel" >&2; exit 2; }
 mkdir -p "$disks" "$(dirname "$log")"
+# BLK_QUEUES=N gives each virtio-blk disk N request queues (completions
+# spread over the vCPUs, as on NVMe); unset, one queue, QEMU's default
 drives=()
 for d in vda vdb vdc vdd vde; do
 	[ -f "$disks/$d.img" ] || truncate -s 1G "$disks/$d.img"
-	drives+=(-drive "file=$disks/$d.img,format=raw,if=virtio,cache=unsafe")
+	if [ -n "${BLK_QUEUES:-}" ]; then
+		drives+=(-drive "file=$disks/$d.img,format=raw,if=none,id=$d,cache=unsafe"
+			-device "virtio-blk-pci,drive=$d,num-queues=$BLK_QUEUES")
+	else
+		drives+=(-drive "file=$disks/$d.img,format=raw,if=virtio,cache=unsafe")
+	fi
 done
 
 cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G
