@@ -48,6 +48,20 @@ echo "$stats" | awk -F, '
 				o, lo[fs, wl, "ours"], hi[fs, wl, "ours"], r, f
 		}
 		print ""
+		# what the host really gives the vCPUs: the ceiling of every
+		# parallel gain above (enable, cold sequential reads)
+		for (i = 1; i <= n; i++) {
+			split(order[i], k, SUBSEP); fs = k[1]
+			if ((fs, "limit_sha256_1cpu", "ours") in med && !(fs in told)) {
+				told[fs] = 1
+				one = med[fs, "limit_sha256_1cpu", "ours"]
+				all = med[fs, "limit_sha256_allcpu", "ours"]
+				if (one > 0)
+					printf "%s: all vCPUs hash %.2fx one vCPU (SHA-256): no parallel gain above can exceed it\n", fs, all / one
+			}
+		}
+		print "Random 4 KiB reads: compare randread_verity, then randread_verity_of_plain."
+		print ""
 		print "Under QEMU TCG absolute numbers mean little: only the ratios of one run"
 		print "compare.  For \"us\" (latency) lower is better; for all else higher is."
 		print "*_cpu_busy: share of all vCPUs busy during that workload (100 = CPU bound)."
