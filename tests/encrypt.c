@@ -23,11 +23,9 @@
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
-#include <signal.h>
 #include <linux/fiemap.h>
 #include <linux/fscrypt.h>
 #include <sys/mount.h>
-#include <sys/wait.h>
 
 #ifndef F2FS_IOC_GET_COMPRESS_BLOCKS
 #define F2FS_IOC_GET_COMPRESS_BLOCKS	_IOR(0xf5, 17, __u64)
@@ -118,46 +116,28 @@ static void spare_fsck(void)
 		fail("fsck of the spare %s (rc %d): %s", spare->type, rc, out);
 }
 
+static void (*spare_body)(void);
+
+/* in the child: a fresh filesystem, mounted, then the test's body */
+static void spare_run(void)
+{
+	spare_mkfs();
+	spare_mount();
+	spare_body();
+}
+
 /*
- * Run @body on a fresh, mounted @kind filesystem in a child, then unmount
- * whatever the child left.  The child's fail() or skip() has already
- * written its verdict to the runner's pipe (inherited): pass its exit
- * status on.
+ * Run @body on a fresh, mounted @kind filesystem in a child (with_cleanup),
+ * then unmount whatever the child left, however it ended.
  */
 static void run_on_spare(enum spare_kind kind, void (*body)(void))
 {
-	int status;
-	pid_t pid;
-
 	if (access(SPARE_DEV, F_OK))
 		fail("no spare disk %s", SPARE_DEV);
 	spare = &spare_fs[kind];
+	spare_body = body;
 	spare_umount();		/* left by a test that timed out */
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		fail("fork: %s", strerror(errno));
-	if (pid == 0) {
-		/* die before the runner's alarm, so that we still clean up */
-		alarm(BODY_SECS);
-		spare_mkfs();
-		spare_mount();
-		body();
-		fflush(stdout);
-		_exit(0);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			fail("waitpid: %s", strerror(errno));
-	spare_umount();
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-		fail("timeout after %d s", BODY_SECS);
-	if (WIFSIGNALED(status))
-		fail("killed by signal %d (%s)", WTERMSIG(status),
-		     strsignal(WTERMSIG(status)));
-	if (WEXITSTATUS(status))
-		_exit(WEXITSTATUS(status));
+	with_cleanup(spare_run, spare_umount, BODY_SECS);
 }
 
 /* " (...)" for the errnos of a kernel built without @config */
@@ -202,29 +182,14 @@ static uint64_t spare_phys(const char *path, uint64_t off, uint32_t *flags)
 		FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_NOT_ALIGNED |
 		FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL |
 		FIEMAP_EXTENT_UNWRITTEN;
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[1];
-	} m;
-	struct fiemap_extent *fe = &m.fe[0];
-	int fd = CHECK_OK(open(path, O_RDONLY));
+	struct fiemap_extent fe;
 
-	memset(&m, 0, sizeof(m));
-	m.fm.fm_start = off;
-	m.fm.fm_length = 1;
-	m.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	m.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &m.fm))
-		fail("FIEMAP %s: %s", path, strerror(errno));
-	close(fd);
-	if (m.fm.fm_mapped_extents != 1 || fe->fe_logical > off ||
-	    off - fe->fe_logical >= fe->fe_length)
-		fail("FIEMAP %s: byte %" PRIu64 " is not mapped", path, off);
-	if (fe->fe_flags & unusable)
+	fiemap_extent_at(path, off, &fe);
+	if (fe.fe_flags & unusable)
 		fail("FIEMAP %s: byte %" PRIu64 " in an extent with flags %#x",
-		     path, off, fe->fe_flags);
-	*flags = fe->fe_flags;
-	return fe->fe_physical + (off - fe->fe_logical);
+		     path, off, fe.fe_flags);
+	*flags = fe.fe_flags;
+	return fe.fe_physical + (off - fe.fe_logical);
 }
 
 /* @len bytes of the (unmounted) spare disk at @off, not from a stale cache */

@@ -609,18 +609,14 @@ static uint64_t btrfs_physical(uint64_t logical)
 	return phys;
 }
 
-uint64_t phys_offset(const char *path, uint64_t logical)
+void fiemap_extent_at(const char *path, uint64_t logical,
+		      struct fiemap_extent *extent)
 {
 	struct {
 		struct fiemap fm;
 		struct fiemap_extent fe[1];
 	} m;
-	const unsigned int bad = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
-		FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
-		FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
-		FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN;
 	struct fiemap_extent *fe = &m.fe[0];
-	uint64_t off;
 	int fd;
 
 	fd = open(path, O_RDONLY);
@@ -638,10 +634,23 @@ uint64_t phys_offset(const char *path, uint64_t logical)
 	    logical - fe->fe_logical >= fe->fe_length)
 		fail("FIEMAP %s: byte %llu is not mapped", path,
 		     (unsigned long long)logical);
-	if (fe->fe_flags & bad)
+	*extent = *fe;
+}
+
+uint64_t phys_offset(const char *path, uint64_t logical)
+{
+	const unsigned int bad = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+		FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
+		FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
+		FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN;
+	struct fiemap_extent fe;
+	uint64_t off;
+
+	fiemap_extent_at(path, logical, &fe);
+	if (fe.fe_flags & bad)
 		fail("FIEMAP %s: byte %llu has unusable extent flags 0x%x", path,
-		     (unsigned long long)logical, fe->fe_flags);
-	off = fe->fe_physical + (logical - fe->fe_logical);
+		     (unsigned long long)logical, fe.fe_flags);
+	off = fe.fe_physical + (logical - fe.fe_logical);
 	if (env.fs && !strcmp(env.fs, "btrfs"))
 		off = btrfs_physical(off);
 	return off;

@@ -145,6 +145,10 @@ uint32_t crc32c(uint32_t crc, const unsigned char *p, size_t len);
  * mapped through btrfs-map-logical).  fail()s if unmapped/unknown/encoded.
  */
 uint64_t phys_offset(const char *path, uint64_t logical);
+struct fiemap_extent;
+/* FIEMAP's extent holding byte `logical` of the file; fail()s if unmapped */
+void fiemap_extent_at(const char *path, uint64_t logical,
+		      struct fiemap_extent *extent);
 /* xor one byte (with 0xff) at off on the block device, bypassing caches */
 void corrupt_byte(const char *dev, uint64_t off);
 void drop_caches(void);

@@ -46,7 +46,7 @@ static char *join(const char *dir, const char *name)
 	return p;
 }
 
-static void check_contents(const char *path, uint64_t seed)
+static void check_ovl_contents(const char *path, uint64_t seed)
 {
 	unsigned char *want = malloc(FSIZE), *have = malloc(FSIZE + 1);
 
@@ -80,7 +80,7 @@ static void ovl_body(void)
 	ovl_mount("on");
 	CHECK_OK(chown(mf, 1234, 1234));
 	CHECK_OK(chown(mn, 1234, 1234));
-	check_contents(mf, 81);
+	check_ovl_contents(mf, 81);
 	ovl_umount();
 
 	n = getxattr(uf, "trusted.overlay.metacopy", x, sizeof(x));
@@ -94,7 +94,7 @@ static void ovl_body(void)
 		     n, n >= 4 ? x[3] : -1, hex(d, 32));
 
 	ovl_mount("require");
-	check_contents(mf, 81);
+	check_ovl_contents(mf, 81);
 	/* a metacopy file without a digest (its lower file has no verity) */
 	errno = 0;
 	fd = open(mn, O_RDONLY);
@@ -122,7 +122,7 @@ static void ovl_body(void)
 	}
 	/* verity=off does not look at the digest: the new lower data shows */
 	ovl_mount("off");
-	check_contents(mf, 83);
+	check_ovl_contents(mf, 83);
 	ovl_umount();
 }
 

@@ -28,11 +28,10 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/wait.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
 
-#include "lib.h"
+#include "vutil.h"
 
 #define SIGDIR "/tmp/fsv-sig"
 #define SIG_MAX 16384
@@ -276,42 +275,5 @@ static inline int req_sigs_read(void)
 	return atoi(buf);
 }
 
-/*
- * Runs body() in a child and then cleanup() whatever happened to it, and
- * passes the child's verdict on (fail()/skip() of the child already sent it).
- * The child's alarm fires before the harness's own timeout.
- */
-static inline void with_cleanup(void (*body)(void), void (*cleanup)(void), int secs)
-{
-	int status;
-	pid_t pid;
-
-	/* our cwd (the mount point) would keep the body from unmounting it */
-	if (chdir("/"))
-		fail("chdir /: %s", strerror(errno));
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		fail("fork: %s", strerror(errno));
-	if (pid == 0) {
-		alarm(secs);
-		body();
-		fflush(stdout);
-		_exit(0);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			break;
-	cleanup();
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return;
-	if (WIFEXITED(status)) {
-		fflush(stdout);
-		_exit(WEXITSTATUS(status));
-	}
-	fail("the test body was killed by signal %d (%s)", WTERMSIG(status),
-	     strsignal(WTERMSIG(status)));
-}
 
 #endif

@@ -20,12 +20,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
 
@@ -397,6 +399,44 @@ static inline void flip_byte(const char *dev, uint64_t off)
 	if (pwrite(fd, &c, 1, off) != 1 || fsync(fd) != 0)
 		fail("pwrite %s at %" PRIu64 ": %s", dev, off, strerror(errno));
 	close(fd);
+}
+
+/*
+ * Runs body() in a child and then cleanup() whatever happened to it, and
+ * passes the child's verdict on (fail()/skip() of the child already sent it).
+ * The child's alarm fires before the harness's own timeout.
+ */
+static inline void with_cleanup(void (*body)(void), void (*cleanup)(void), int secs)
+{
+	int status;
+	pid_t pid;
+
+	/* our cwd (the mount point) would keep the body from unmounting it */
+	if (chdir("/"))
+		fail("chdir /: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		fail("fork: %s", strerror(errno));
+	if (pid == 0) {
+		alarm(secs);
+		body();
+		fflush(stdout);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			break;
+	cleanup();
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	if (WIFEXITED(status)) {
+		fflush(stdout);
+		_exit(WEXITSTATUS(status));
+	}
+	fail("the test body was killed by signal %d (%s)", WTERMSIG(status),
+	     strsignal(WTERMSIG(status)));
 }
 
 #endif /* VUTIL_H */
