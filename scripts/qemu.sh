@@ -1,7 +1,8 @@
 #!/bin/bash
 # Boot a kernel in QEMU (TCG only):
 #   scripts/qemu.sh BZIMAGE INITRAMFS DISKDIR LOG MODE BOOT [TIMEOUT] [EXTRA_CMDLINE]
-# DISKDIR holds vda.img .. vde.img (created 1 GiB sparse if missing).
+# DISKDIR holds vda.img .. vdg.img (created 1 GiB sparse if missing): vda ext4,
+# vdb ext4 1K blocks, vdc f2fs, vdd btrfs, vde scratch, vdf XFS, vdg XFS 1K blocks.
 # The serial console goes to LOG (and to the terminal when interactive).
 # Exit status: QEMU's, or 124 when the host timeout hit.
 set -eu
@@ -15,7 +16,7 @@ mkdir -p "$disks" "$(dirname "$log")"
 # BLK_QUEUES=N gives each virtio-blk disk N request queues (completions
 # spread over the vCPUs, as on NVMe); unset, one queue, QEMU's default
 drives=()
-for d in vda vdb vdc vdd vde; do
+for d in vda vdb vdc vdd vde vdf vdg; do
 	[ -f "$disks/$d.img" ] || truncate -s 1G "$disks/$d.img"
 	if [ -n "${BLK_QUEUES:-}" ]; then
 		drives+=(-drive "file=$disks/$d.img,format=raw,if=none,id=$d,cache=unsafe"
