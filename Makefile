@@ -6,11 +6,12 @@
 #   make soak     long robustness runs: soak, hostile metadata, faults, power cuts
 #   make series   export + verify the patch series (build/series/)
 #   make kernel   just build build/$(KERNEL)[-debug]/bzImage
+#   make xfsprogs Debian's xfsprogs + userspace/xfsprogs/*.patch (build/xfsprogs/)
 KERNEL ?= ours
 DEBUG ?= 0
 export KERNEL DEBUG NOSIG TESTS FS
 
-.PHONY: all run check series kernel initramfs bench soak deps clean
+.PHONY: all run check series kernel initramfs xfsprogs bench soak deps clean
 
 all: check
 
@@ -19,6 +20,9 @@ deps:
 
 kernel: deps
 	scripts/build.sh $(KERNEL) $(DEBUG)
+
+xfsprogs: deps
+	scripts/xfsprogs.sh
 
 initramfs: deps
 	scripts/initramfs.sh
@@ -41,4 +45,5 @@ soak: deps
 clean:
 	rm -rf build/obj build/ours build/upstream build/ours-debug \
 		build/upstream-debug build/initramfs* build/tests-bin* \
-		build/disks build/logs build/series build/compat
+		build/disks build/logs build/series build/compat \
+		build/xfsprogs build/xfsprogs-src/src

@@ -1,10 +1,14 @@
 #!/bin/sh
 # Install the Debian 12 packages the pipeline needs (fast when all present).
+# The last line is for scripts/xfsprogs.sh: apt-get source, and what configure
+# and make of mkfs, repair, db and io need (Build-Depends of xfsprogs' .dsc
+# minus what only the Debian packaging, xfs_scrub, gettext and editline use).
 set -eu
 PKGS="linux-source-6.12 qemu-system-x86 busybox-static e2fsprogs f2fs-tools
 btrfs-progs fsverity keyutils openssl bc flex bison libelf-dev libssl-dev
 cpio sparse gnuplot-nox gcc make libc6-dev xz-utils git coreutils util-linux
-gzip perl python3 python3-ply python3-git"
+gzip perl python3 python3-ply python3-git
+dpkg-dev patch uuid-dev libblkid-dev libinih-dev liburcu-dev"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' ||
