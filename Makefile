@@ -21,25 +21,26 @@ deps:
 kernel: deps
 	scripts/build.sh $(KERNEL) $(DEBUG)
 
+# the initramfs carries our xfsprogs: every target that builds one builds it first
 xfsprogs: deps
 	scripts/xfsprogs.sh
 
-initramfs: deps
+initramfs: xfsprogs
 	scripts/initramfs.sh
 
-run: deps
+run: xfsprogs
 	scripts/run.sh
 
-check: deps
+check: xfsprogs
 	scripts/check.sh
 
 series: deps
 	scripts/series.sh
 
-bench: deps
+bench: xfsprogs
 	bench/run.sh
 
-soak: deps
+soak: xfsprogs
 	scripts/soak.sh
 
 clean:

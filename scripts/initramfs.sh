@@ -2,6 +2,8 @@
 # Build the guest initramfs: scripts/initramfs.sh [suffix]
 #   -> build/initramfs[-suffix].cpio.gz
 # busybox-static, the Debian fs/verity tools with their shared libraries, our
+# xfsprogs with XFS fs-verity (scripts/xfsprogs.sh: mkfs.xfs, xfs_repair,
+# xfs_db, xfs_io from build/xfsprogs, into /usr/sbin), our
 # static test programs (/tests/bin/<area>, one per tests/*.c) and the guest
 # runner (tests/guest/init).  EXTRA_TESTS=dir adds that dir's *.c as tests.
 # Rebuilt only when an input changed.
@@ -18,6 +20,9 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 TOOLS="mkfs.ext4 e2fsck debugfs tune2fs dumpe2fs filefrag chattr lsattr
 mkfs.f2fs fsck.f2fs dump.f2fs mkfs.btrfs btrfs btrfs-map-logical
 fsverity keyctl openssl"
+# ours, built from Debian's source with userspace/xfsprogs/*.patch
+XFS_TOOLS="sbin/mkfs.xfs sbin/xfs_repair usr/sbin/xfs_db usr/sbin/xfs_io"
+"$top/scripts/xfsprogs.sh"
 CFLAGS="-static -O2 -Wall -Wextra -Werror"
 
 srcs() {
@@ -31,6 +36,7 @@ stamp=$( {
 	# shellcheck disable=SC2046
 	sha256sum $(srcs) "$top/tests/guest/init" "$0" /etc/mke2fs.conf
 	for t in busybox $TOOLS; do ls -lL "$(command -v "$t")"; done
+	for t in $XFS_TOOLS; do sha256sum "$top/build/xfsprogs/$t"; done
 	echo "$CFLAGS"
 } | sha256sum | cut -d' ' -f1)
 if [ -f "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -62,14 +68,19 @@ add_lib() {
 	mkdir -p ".$(dirname "$1")"
 	cp -L "$1" ".$1"
 }
-for t in $TOOLS; do
-	p=$(command -v "$t")
-	rm -f "usr/bin/$t"
-	cp -L "$p" "usr/bin/$t"
+add_tool() { # add_tool PATH DIR: the binary into DIR, with what it loads
+	rm -f "$2/$(basename "$1")"
+	cp -L "$1" "$2/"
 	# the libraries it loads, and the dynamic loader
-	for lib in $(ldd "$p" | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
+	for lib in $(ldd "$1" | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
 		add_lib "$lib"
 	done
+}
+for t in $TOOLS; do
+	add_tool "$(command -v "$t")" usr/bin
+done
+for t in $XFS_TOOLS; do
+	add_tool "$top/build/xfsprogs/$t" usr/sbin
 done
 cp /etc/mke2fs.conf etc/
 cp -L /usr/lib/ssl/openssl.cnf usr/lib/ssl/openssl.cnf
