@@ -2,7 +2,9 @@
 /*
  * Tiny guest-side test harness.  Each tests/<area>.c is linked with lib.c
  * into /tests/bin/<area>; the guest runner starts it once per filesystem
- * with FS, DEV, MNT, MKFS, MOUNT_OPTS and BOOT in the environment.
+ * with FS, DEV, MNT, MKFS, MOUNT_OPTS and BOOT in the environment (and
+ * FS_SKIP, the reason every test SKIPs, when the filesystem cannot take
+ * them: a verity XFS mounted read-only by a kernel without XFS fs-verity).
  *
  *	TEST(name) { ... }        runs in boot 1 (fresh filesystems)
  *	TEST_BOOT2(name) { ... }  runs in boot 2 (same disks, after a reboot)
@@ -123,7 +125,8 @@ void fs_unmount(void);
 void fs_mount(void);
 /*
  * Unmount, run the filesystem's own read-only checker (e2fsck -fn,
- * fsck.f2fs --dry-run, btrfs check --readonly) on env.dev, mount again.
+ * fsck.f2fs --dry-run, btrfs check --readonly,
+ * xfs_repair -n) on env.dev, mount again.
  * Returns 0 if it found nothing, else its exit status (-1 for problems
  * reported with status 0, as fsck.f2fs does); its output is in out.
  */
