@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Where XFS differs: its fs-verity format and the paths of its own that
+ * must not get around verification.
+ *
+ *  - the format: the Merkle tree in the data fork from file offset 2^53,
+ *    the descriptor in the filesystem block after the tree, its size as a
+ *    big-endian u32 in the last four bytes of the data fork's last block;
+ *    checked on the device through FIEMAP against "fsverity digest";
+ *  - blocks past EOF: left by a crashed enable, they are removed by the
+ *    next one (xfs_repair -n clean after); data may not reach 2^53 (EFBIG);
+ *  - O_DIRECT reads fall back to buffered ones: verified data, EIO for a
+ *    damaged block, holes as verified zeroes; statx offers no direct I/O
+ *    alignment for a verity file;
+ *  - FIDEDUPERANGE needs no write access: into a verity file it is EPERM;
+ *  - statx and FS_IOC_GETFLAGS report the verity attribute.
+ *
+ * The area runs on the XFS filesystems only (tests/expected-skips).
+ */
+#include "vutil.h"	/* first: defines _GNU_SOURCE */
+
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/fsverity.h>
+
+#define REGION ((uint64_t)1 << 53)	/* XFS_FSVERITY_REGION_START */
+
+static void need_xfs(void)
+{
+	if (strncmp(env.fs, "xfs", 3))
+		skip("XFS's own fs-verity paths: tested on xfs and xfs-1k");
+}
+
+static uint32_t fs_block_size(void)
+{
+	struct statfs st;
+
+	CHECK_OK(statfs(env.mnt, &st));
+	return st.f_bsize;
+}
+
+/* Merkle tree block size: 4096, or the filesystem's smaller blocks */
+static int merkle_bs(void)
+{
+	return block_size_unsupported(4096) ? 1024 : 4096;
+}
+
+static void remount(void)
+{
+	fs_unmount();
+	fs_mount();
+}
+
+/* "fsverity digest" outputs: the tree and the descriptor (malloc'd) */
+static void ref_metadata(const char *path, int alg, int bs, int salt_len,
+			 unsigned char **tree, size_t *tree_size,
+			 unsigned char desc[256])
+{
+	unsigned char salt[32], *d;
+	char salthex[80] = "", out[512];
+	size_t dlen;
+
+	make_salt(salt, salt_len);
+	to_hex(salt, salt_len, salthex);
+	if (run_cmd(out, sizeof(out),
+		    "fsverity digest --hash-alg=%s --block-size=%d %s%s "
+		    "--out-merkle-tree=/tmp/xfs-tree --out-descriptor=/tmp/xfs-desc '%s'",
+		    alg_name(alg), bs, salt_len ? "--salt=" : "", salthex, path))
+		fail("fsverity digest: %s", out);
+	*tree = read_whole("/tmp/xfs-tree", tree_size);
+	d = read_whole("/tmp/xfs-desc", &dlen);
+	CHECK(dlen == 256);
+	memcpy(desc, d, 256);
+	free(d);
+	unlink("/tmp/xfs-tree");
+	unlink("/tmp/xfs-desc");
+}
+
+static void dev_read(uint64_t off, void *buf, size_t len)
+{
+	int fd = open(env.dev, O_RDONLY);
+
+	CHECK_OK(fd);
+	if (pread(fd, buf, len, off) != (ssize_t)len)
+		fail("pread %s @%" PRIu64 ": %s", env.dev, off, strerror(errno));
+	close(fd);
+}
+
+/* the file's extents from @start on: count, and the end of the last one */
+static int extents_from(const char *path, uint64_t start, uint64_t *end)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent fe[64];
+	} m;
+	int fd = open(path, O_RDONLY);
+
+	CHECK_OK(fd);
+	memset(&m, 0, sizeof(m));
+	m.fm.fm_start = start;
+	m.fm.fm_length = FIEMAP_MAX_OFFSET - start;
+	m.fm.fm_flags = FIEMAP_FLAG_SYNC;
+	m.fm.fm_extent_count = 64;
+	CHECK_OK(ioctl(fd, FS_IOC_FIEMAP, &m.fm));
+	close(fd);
+	if (end && m.fm.fm_mapped_extents) {
+		struct fiemap_extent *l = &m.fm.fm_extents[m.fm.fm_mapped_extents - 1];
+
+		*end = l->fe_logical + l->fe_length;
+	}
+	return m.fm.fm_mapped_extents;
+}
+
+/* device bytes of [logical, logical + len) of the file, extent by extent */
+static void read_mapped(const char *path, uint64_t logical, void *buf,
+			size_t len)
+{
+	while (len) {
+		struct fiemap_extent fe;
+		uint64_t in, n;
+
+		fiemap_extent_at(path, logical, &fe);
+		in = logical - fe.fe_logical;
+		n = fe.fe_length - in < len ? fe.fe_length - in : len;
+		dev_read(fe.fe_physical + in, buf, n);
+		buf = (unsigned char *)buf + n;
+		logical += n;
+		len -= n;
+	}
+}
+
+static uint32_t be32_at(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+/*
+ * The on-disk format, read back from the device: tree at 2^53 exactly as
+ * fsverity-utils builds it, then the descriptor in the next filesystem
+ * block, its size (be32) in the last bytes of that block, and nothing
+ * mapped after it.  For both hash algorithms and every tree block size
+ * the filesystem takes, after a remount (the data on disk, not in cache).
+ */
+TEST_TIMEOUT(ondisk_tree_at_2_pow_53_then_descriptor_and_be32_size, 300)
+{
+	const int algs[] = { FS_VERITY_HASH_ALG_SHA256, FS_VERITY_HASH_ALG_SHA512 };
+	const int bss[] = { 1024, 2048, 4096 };
+	uint32_t fsbs;
+
+	need_xfs();
+	fsbs = fs_block_size();
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 3; b++) {
+			char *p = test_path("fmt-%d-%d", a, bss[b]);
+			unsigned char desc[256], *tree, *got, blk[4096];
+			size_t tree_size;
+			uint64_t desc_off, end = 0;
+
+			if (block_size_unsupported(bss[b]))
+				continue;
+			unlink(p);
+			make_file(p, 300000 + 4096 * b + a, 0x5f5 + a * 3 + b);
+			ref_metadata(p, algs[a], bss[b], 16, &tree, &tree_size, desc);
+			must_enable(p, algs[a], bss[b], 16);
+			remount();
+			got = malloc(tree_size);
+			CHECK(got);
+			read_mapped(p, REGION, got, tree_size);
+			if (memcmp(got, tree, tree_size))
+				fail("%s: the %zu bytes mapped at 2^53 are not the Merkle tree",
+				     p, tree_size);
+			desc_off = REGION + ((tree_size + fsbs - 1) / fsbs) * fsbs;
+			read_mapped(p, desc_off, blk, fsbs);
+			if (memcmp(blk, desc, 256))
+				fail("%s: no descriptor at 2^53 + %" PRIu64, p,
+				     desc_off - REGION);
+			if (be32_at(blk + fsbs - 4) != 256)
+				fail("%s: descriptor size (be32, end of its block) is %u",
+				     p, be32_at(blk + fsbs - 4));
+			extents_from(p, REGION, &end);
+			if (end != desc_off + fsbs)
+				fail("%s: the data fork ends at 2^53 + %" PRIu64
+				     ", not after the descriptor's block (2^53 + %" PRIu64 ")",
+				     p, end - REGION, desc_off + fsbs - REGION);
+			free(got);
+			free(tree);
+			unlink(p);
+		}
+}
+
+/*
+ * Blocks past EOF in the metadata region before an enable (what a crash
+ * during an enable leaves, made here with fallocate KEEP_SIZE, also far
+ * past where the descriptor goes): the enable removes them, the file
+ * measures as fsverity-utils computes, and xfs_repair -n finds nothing.
+ */
+TEST_TIMEOUT(enable_removes_blocks_left_past_eof, 300)
+{
+	char *p = test_path("leftover");
+	char want[2 * MAX_DIGEST + 1], got[2 * MAX_DIGEST + 1], out[8192];
+	int fd, alg, bs = merkle_bs();
+	uint64_t end = 0;
+
+	need_xfs();
+	unlink(p);
+	make_file(p, 200000, 0x1ef7);
+	fd = open(p, O_RDWR);
+	CHECK_OK(fd);
+	CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, REGION, 65536));
+	CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, REGION + (1 << 30), 4096));
+	CHECK_OK(fsync(fd));
+	close(fd);
+	CHECK(extents_from(p, REGION, NULL) >= 2);
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, bs, 0, want);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, bs, 0);
+	kernel_digest_hex(p, got, &alg);
+	if (strcmp(got, want))
+		fail("digest %s, fsverity digest says %s", got, want);
+	extents_from(p, REGION, &end);
+	if (end > REGION + (1 << 30))
+		fail("the block fallocated at 2^53 + 1 GiB is still mapped");
+	remount();
+	kernel_digest_hex(p, got, &alg);
+	if (strcmp(got, want))
+		fail("after a remount: digest %s, fsverity digest says %s", got, want);
+	if (fs_check(out, sizeof(out)))
+		fail("xfs_repair -n after the enable: %s", out);
+	CHECK(run_cmd(NULL, 0, "cat '%s' >/dev/null", p) == 0);
+	unlink(p);
+}
+
+/*
+ * An enable killed midway removes what it wrote past EOF: no blocks
+ * there, no verity flag, xfs_repair -n clean, and the next enable works.
+ */
+TEST_TIMEOUT(killed_enable_leaves_nothing_past_eof, 600)
+{
+	char *p = test_path("killed");
+	char want[2 * MAX_DIGEST + 1], got[2 * MAX_DIGEST + 1], out[8192];
+	int fd, alg, status;
+	pid_t pid;
+
+	need_xfs();
+	unlink(p);
+	make_file(p, 128 << 20, 0x4b1);
+	sync();
+	pid = fork();
+	CHECK_OK(pid);
+	if (pid == 0) {
+		fd = open(p, O_RDONLY);
+		/* SHA-512 over 1 KiB blocks: the slowest tree to build */
+		_exit(fd < 0 ? 3 : enable_verity(fd, FS_VERITY_HASH_ALG_SHA512,
+						 10, NULL, 0, NULL, 0));
+	}
+	usleep(300000);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status))
+		fail("the enable ended (status %d) before the kill: the premise needs a bigger file",
+		     WEXITSTATUS(status));
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	CHECK(!fd_has_verity_flag(fd));
+	close(fd);
+	if (extents_from(p, REGION, NULL))
+		fail("a killed enable left blocks past 2^53");
+	if (fs_check(out, sizeof(out)))
+		fail("xfs_repair -n after a killed enable: %s", out);
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0, want);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	kernel_digest_hex(p, got, &alg);
+	if (strcmp(got, want))
+		fail("the enable after the killed one: digest %s, fsverity digest %s",
+		     got, want);
+	unlink(p);
+}
+
+/* Data up to 2^53 at most: the metadata starts there.  EFBIG, file as it was. */
+TEST(enable_on_data_reaching_the_metadata_region_is_efbig)
+{
+	char *p = test_path("huge");
+	struct fsverity_enable_arg arg;
+	struct stat st;
+	int fd;
+
+	need_xfs();
+	unlink(p);
+	fd = open(p, O_CREAT | O_RDWR, 0644);
+	CHECK_OK(fd);
+	CHECK_OK(pwrite(fd, "x", 1, 0));
+	CHECK_OK(ftruncate(fd, REGION + 1));
+	close(fd);
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	enable_arg_init(&arg, FS_VERITY_HASH_ALG_SHA256, 4096 > fs_block_size() ?
+			fs_block_size() : 4096);
+	CHECK(raw_enable(fd, &arg) == EFBIG);
+	CHECK(!fd_has_verity_flag(fd));
+	close(fd);
+	CHECK_OK(stat(p, &st));
+	CHECK(st.st_size == (off_t)(REGION + 1));
+	CHECK(extents_from(p, REGION, NULL) == 0);
+	CHECK_OK(truncate(p, 0));	/* still writable */
+	unlink(p);
+}
+
+/* O_DIRECT reads of [off, off + len) into an aligned buffer; errno or 0 */
+static int direct_read(const char *path, uint64_t off, size_t len,
+		       unsigned char *out, ssize_t *got)
+{
+	void *buf;
+	int fd, err = 0;
+
+	CHECK(posix_memalign(&buf, 4096, len) == 0);
+	fd = open(path, O_RDONLY | O_DIRECT);
+	CHECK_OK(fd);
+	*got = pread(fd, buf, len, off);
+	if (*got < 0)
+		err = errno;
+	else
+		memcpy(out, buf, *got);
+	close(fd);
+	free(buf);
+	return err;
+}
+
+/*
+ * O_DIRECT reads of a verity file are buffered reads: the right bytes, and
+ * EIO for a block damaged on the device, where a direct read would return
+ * the damage.  statx offers no direct I/O alignment for such a file.
+ */
+TEST_TIMEOUT(o_direct_reads_are_verified, 300)
+{
+	const size_t size = 1 << 20;
+	char *p = test_path("direct");
+	unsigned char *data = random_buf(size, 0xd1ec7), *got = malloc(size);
+	struct statx stx;
+	ssize_t n;
+	uint64_t phys;
+	int err;
+
+	need_xfs();
+	CHECK(got);
+	unlink(p);
+	write_file(p, data, size);
+	/* the premise: before the enable, O_DIRECT is direct I/O here */
+	CHECK_OK(statx(AT_FDCWD, p, 0, STATX_DIOALIGN, &stx));
+	CHECK((stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	CHECK_OK(statx(AT_FDCWD, p, 0, STATX_DIOALIGN, &stx));
+	if ((stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align)
+		fail("statx offers direct I/O (offset alignment %u) on a verity file",
+		     stx.stx_dio_offset_align);
+	drop_caches();
+	err = direct_read(p, 0, size, got, &n);
+	if (err || (size_t)n != size || memcmp(got, data, size))
+		fail("O_DIRECT read of the verity file: %s, %zd bytes%s",
+		     err ? errno_name(err) : "ok", n,
+		     !err && (size_t)n == size ? ", not the file's" : "");
+	/* damage block 5 on the device; a cold O_DIRECT read must fail */
+	phys = phys_offset(p, 5 * 4096 + 100);
+	fs_unmount();
+	flip_byte(env.dev, phys);
+	fs_mount();
+	drop_caches();
+	err = direct_read(p, 5 * 4096, 4096, got, &n);
+	if (err != EIO)
+		fail("O_DIRECT read of a damaged block: %s (%zd bytes%s), expected EIO",
+		     err ? errno_name(err) : "success", n,
+		     !err && n == 4096 && !memcmp(got, data + 5 * 4096, 4096) ?
+		     ", intact" : ", the damaged bytes");
+	err = direct_read(p, 64 * 4096, 8192, got, &n);
+	if (err || n != 8192 || memcmp(got, data + 64 * 4096, 8192))
+		fail("O_DIRECT read of intact blocks after the damage: %s",
+		     err ? errno_name(err) : "wrong bytes");
+	/* a buffered read agrees */
+	{
+		int fd = open(p, O_RDONLY);
+
+		CHECK_OK(fd);
+		CHECK_ERRNO(pread(fd, got, 4096, 5 * 4096), EIO);
+		close(fd);
+	}
+	unlink(p);
+	free(data);
+	free(got);
+}
+
+/*
+ * Holes of a verity file (XFS keeps them: FIEMAP shows them) read as
+ * zeroes that were verified, buffered and with O_DIRECT, and the digest
+ * counts them as zero blocks.
+ */
+TEST_TIMEOUT(holes_read_as_verified_zeroes_also_with_o_direct, 300)
+{
+	const size_t size = 3 << 20;
+	char *p = test_path("holes");
+	char want[2 * MAX_DIGEST + 1], kd[2 * MAX_DIGEST + 1];
+	unsigned char *data = calloc(1, size), *got = malloc(size);
+	ssize_t n;
+	int fd, alg, err;
+
+	need_xfs();
+	CHECK(data && got);
+	unlink(p);
+	fill_random(data + 256 * 1024, 64 * 1024, 0x401e);
+	fill_random(data + 2 * 1024 * 1024, 4096, 0x401f);
+	/* direct writes: no speculative preallocation to fill the holes */
+	fd = open(p, O_CREAT | O_RDWR | O_DIRECT, 0644);
+	CHECK_OK(fd);
+	{
+		void *b;
+
+		CHECK(posix_memalign(&b, 4096, 64 * 1024) == 0);
+		memcpy(b, data + 2 * 1024 * 1024, 4096);
+		CHECK(pwrite(fd, b, 4096, 2 * 1024 * 1024) == 4096);
+		memcpy(b, data + 256 * 1024, 64 * 1024);
+		CHECK(pwrite(fd, b, 64 * 1024, 256 * 1024) == 64 * 1024);
+		free(b);
+	}
+	CHECK_OK(ftruncate(fd, size));
+	CHECK_OK(fsync(fd));
+	close(fd);
+	if (extents_from(p, 0, NULL) != 2)
+		fail("the premise: 2 extents and holes, FIEMAP says %d extents",
+		     extents_from(p, 0, NULL));
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0, want);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	kernel_digest_hex(p, kd, &alg);
+	if (strcmp(kd, want))
+		fail("digest %s, fsverity digest %s", kd, want);
+	remount();
+	drop_caches();
+	err = direct_read(p, 0, size, got, &n);
+	if (err || (size_t)n != size || memcmp(got, data, size))
+		fail("O_DIRECT read of a file with holes: %s",
+		     err ? errno_name(err) : "wrong bytes");
+	drop_caches();
+	check_contents(p, data, size);
+	unlink(p);
+	free(data);
+	free(got);
+}
+
+/*
+ * FIDEDUPERANGE needs no write access to the destination: into a verity
+ * file it must be refused (EPERM), even with identical contents, and the
+ * file stays as it was.  From a verity file into another one it works.
+ */
+TEST(fideduperange_into_verity_file_is_eperm)
+{
+	const size_t size = 256 * 1024;
+	char *pv = test_path("dedupe-verity"), *pp = test_path("dedupe-plain");
+	char before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
+	unsigned char *data = random_buf(size, 0xdedc);
+	struct {
+		struct file_dedupe_range r;
+		struct file_dedupe_range_info i;
+	} d;
+	int fv, fp, alg;
+
+	need_xfs();
+	unlink(pv);
+	unlink(pp);
+	write_file(pv, data, size);
+	write_file(pp, data, size);
+	must_enable(pv, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	kernel_digest_hex(pv, before, &alg);
+	fv = open(pv, O_RDONLY);
+	fp = open(pp, O_RDWR);
+	CHECK_OK(fv);
+	CHECK_OK(fp);
+
+	/* plain -> verity: refused */
+	memset(&d, 0, sizeof(d));
+	d.r.src_offset = 0;
+	d.r.src_length = size;
+	d.r.dest_count = 1;
+	d.i.dest_fd = fv;
+	d.i.dest_offset = 0;
+	errno = 0;
+	if (ioctl(fp, FIDEDUPERANGE, &d.r) == 0) {
+		if (d.i.status != -EPERM)
+			fail("FIDEDUPERANGE into a verity file: status %lld (%s), expected -EPERM",
+			     (long long)d.i.status,
+			     d.i.status < 0 ? errno_name(-d.i.status) :
+			     d.i.status == FILE_DEDUPE_RANGE_SAME ? "same: deduped" :
+			     "differs");
+	} else if (errno != EPERM) {
+		fail("FIDEDUPERANGE into a verity file: %s, expected EPERM",
+		     errno_name(errno));
+	}
+	/* verity -> plain: the verity file's blocks may be shared */
+	memset(&d, 0, sizeof(d));
+	d.r.src_length = size;
+	d.r.dest_count = 1;
+	d.i.dest_fd = fp;
+	CHECK_OK(ioctl(fv, FIDEDUPERANGE, &d.r));
+	if (d.i.status != FILE_DEDUPE_RANGE_SAME || d.i.bytes_deduped != size)
+		fail("FIDEDUPERANGE from a verity file: status %d, %llu bytes",
+		     d.i.status, (unsigned long long)d.i.bytes_deduped);
+	close(fv);
+	close(fp);
+	remount();
+	kernel_digest_hex(pv, after, &alg);
+	CHECK(!strcmp(before, after));
+	check_contents(pv, data, size);
+	check_contents(pp, data, size);
+	unlink(pv);
+	unlink(pp);
+	free(data);
+}
+
+/* statx's STATX_ATTR_VERITY and FS_IOC_GETFLAGS' FS_VERITY_FL, also after a remount */
+TEST(statx_and_getflags_report_verity)
+{
+	char *p = test_path("attr");
+	int fd;
+
+	need_xfs();
+	unlink(p);
+	make_file(p, 5000, 0xa77);
+	CHECK(!path_has_statx_verity(p));
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	CHECK(!fd_has_verity_flag(fd));
+	close(fd);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	CHECK(path_has_statx_verity(p));
+	remount();
+	CHECK(path_has_statx_verity(p));
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	CHECK(fd_has_verity_flag(fd));
+	close(fd);
+	unlink(p);
+}
