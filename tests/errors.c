@@ -436,6 +436,8 @@ TEST(enable_on_read_only_bind_mount_is_erofs)
 
 static const char *kernel_fs_type(void)
 {
+	if (!strncmp(env.fs, "xfs", 3))
+		return "xfs";
 	return strncmp(env.fs, "ext4", 4) ? env.fs : "ext4";
 }
 
@@ -721,6 +723,11 @@ TEST_TIMEOUT(enable_on_filesystem_without_verity_feature_is_eopnotsupp, 300)
 			     SCRATCH_DEV);
 	else if (!strcmp(env.fs, "f2fs"))
 		rc = run_cmd(out, sizeof(out), "mkfs.f2fs -q -f %s 2>&1",
+			     SCRATCH_DEV);
+	else if (!strncmp(env.fs, "xfs", 3))
+		rc = run_cmd(out, sizeof(out),
+			     "mkfs.xfs -q -f -i verity=0 %s %s 2>&1",
+			     strcmp(env.fs, "xfs-1k") ? "" : "-b size=1024",
 			     SCRATCH_DEV);
 	else
 		skip("no recipe for %s without verity", env.fs);
