@@ -16,7 +16,8 @@
  *    log_blocksize, salt_size, sig_size, data_size, reserved bytes);
  *  - random bytes and whole blocks of the Merkle tree;
  *  - the filesystem's record of where the descriptor is and how big:
- *    ext4's le32 descriptor size in the last metadata block, f2fs's verity
+ *    ext4's le32 descriptor size in the last metadata block, XFS's be32 one
+ *    in the last block of the data fork, f2fs's verity
  *    xattr (version, size, position), btrfs's verity descriptor item (size,
  *    encryption, reserved) - so descriptors appear truncated or oversized.
  * Bytes are found by searching the device for the descriptor and tree that
@@ -83,6 +84,7 @@ static uint64_t rnd(void)
 static bool is_btrfs(void) { return !strcmp(env.fs, "btrfs"); }
 static bool is_f2fs(void) { return !strcmp(env.fs, "f2fs"); }
 static bool is_ext4(void) { return !strncmp(env.fs, "ext4", 4); }
+static bool is_xfs(void) { return !strncmp(env.fs, "xfs", 3); }
 
 static int hostile_rounds(void)
 {
@@ -107,6 +109,17 @@ static uint32_t le32(const unsigned char *p)
 static uint64_t le64(const unsigned char *p)
 {
 	return le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = v >> (24 - 8 * i);
 }
 
 static void put_le32(unsigned char *p, uint32_t v)
@@ -190,6 +203,9 @@ static void match_at(const unsigned char *b, size_t avail, uint64_t devoff,
 		if (is_btrfs())		/* the descriptor item follows */
 			add_copy(&p->f->rec, devoff + 256, node);
 		else if (is_ext4() && avail >= fs_bs && le32(b + fs_bs - 4) == 256)
+			add_copy(&p->f->rec, devoff + fs_bs - 4, 0);
+		/* XFS: be32 size in the last bytes of the data fork's last block */
+		else if (is_xfs() && avail >= fs_bs && be32(b + fs_bs - 4) == 256)
 			add_copy(&p->f->rec, devoff + fs_bs - 4, 0);
 	}
 }
@@ -518,14 +534,18 @@ static void mutate(struct hfile *f, int kind, int variant)
 			return;
 		}
 		f->rec_changed = 1;
-		if (is_ext4()) {
+		if (is_ext4() || is_xfs()) {
 			static const uint32_t v[] = { 0, 1, 4, 128, 255, 257, 1024,
 				4096, 65536, 0x7fffffff, 0x80000000, 0xffffffff };
 			uint32_t s = variant % 13 == 12 ? (uint32_t)rnd() : v[variant % 13];
 
-			put_le32(b, s);
+			if (is_xfs())
+				put_be32(b, s);
+			else
+				put_le32(b, s);
 			loc_set(&f->rec, 0, b, 4);
-			snprintf(f->what, sizeof(f->what), "ext4 desc_size %u", s);
+			snprintf(f->what, sizeof(f->what), "%s desc_size %u",
+				 is_xfs() ? "xfs" : "ext4", s);
 		} else if (is_f2fs()) {
 			/* struct { le32 version, size; le64 pos; } */
 			uint64_t pos;

@@ -104,7 +104,7 @@ static void drop_data_pages(const char *path, off_t size)
 /* Merkle tree blocks: 4096 where the filesystem allows, else 1024 */
 static int log_bs(void)
 {
-	return strcmp(env.fs, "ext4-1k") ? 12 : 10;
+	return strstr(env.fs, "-1k") ? 10 : 12;	/* ext4-1k, xfs-1k */
 }
 
 static unsigned long long data_blocks(void)
