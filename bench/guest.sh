@@ -1,16 +1,23 @@
 #!/bin/sh
 # Guest side of "make bench": make each filesystem on a fresh disk and run
 # fsvbench on it, prefixing its lines with the filesystem's name.
-# Disks: vda ext4, vdc f2fs, vdd btrfs (the same as "make check").
-# fsv.fs=ext4,f2fs on the kernel command line limits it to those.
+# Disks: vda ext4, vdc f2fs, vdd btrfs, vdf xfs (the same as "make check").
+# fsv.fs=ext4,f2fs on the kernel command line limits it to those.  XFS runs
+# only on a kernel with XFS fs-verity (ours): mainline has none, so its XFS
+# rows compare the verity file with the plain file of the same boot.
 # the disks' request queues (BLK_QUEUES on the host), for the record
 echo "BENCH-INFO vda has $(ls /sys/block/vda/mq | wc -l) request queue(s)"
 only=$(sed -n 's/.*fsv\.fs=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
 for spec in ext4:/dev/vda:mkfs.ext4+-F+-q+-O+verity \
 	    f2fs:/dev/vdc:mkfs.f2fs+-f+-q+-O+extra_attr,verity \
-	    btrfs:/dev/vdd:mkfs.btrfs+-f+-q; do
+	    btrfs:/dev/vdd:mkfs.btrfs+-f+-q \
+	    xfs:/dev/vdf:mkfs.xfs+-f+-q+-i+verity=1; do
 	name=${spec%%:*}; rest=${spec#*:}
 	case " ${only:-$name} " in *" $name "*) ;; *) continue ;; esac
+	if [ "$name" = xfs ] && ! grep -q ' xfs_fsverity_' /proc/kallsyms; then
+		echo "BENCH-INFO xfs: this kernel has no XFS fs-verity"
+		continue
+	fi
 	dev=${rest%%:*}; mkfs=$(echo "${rest#*:}" | tr '+' ' ')
 	mnt=/mnt/$name
 	mkdir -p "$mnt"

@@ -30,6 +30,13 @@ export FSV_LOCKED=1
 
 "$top/scripts/tree.sh"
 
+# ccache (scripts/deps.sh installs it) through its gcc in /usr/lib/ccache:
+# command lines stay "gcc", so switching it on or off rebuilds nothing, and
+# a clean clone (CI) compiles only the sources that changed since the last
+# build of the same kernel.  Paths are hashed relative to the repository.
+if [ -x /usr/lib/ccache/gcc ] && [ "${CCACHE_DISABLE:-0}" != 1 ]; then
+	export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
+fi
 mk() { make -C "$src" O="$obj" ARCH=x86_64 "$@"; }
 
 # (re)generate .config only when the fragments changed: keeps builds incremental

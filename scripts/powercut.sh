@@ -1,6 +1,6 @@
 #!/bin/bash
 # Power cuts during FS_IOC_ENABLE_VERITY:
-#   [KERNEL=ours] [DEBUG=0] [CUTS=17] [PC_FS="ext4 f2fs btrfs"] scripts/powercut.sh
+#   [KERNEL=ours] [DEBUG=0] [CUTS=17] [PC_FS="ext4 f2fs btrfs xfs"] scripts/powercut.sh
 # Per filesystem: a prep boot writes a 48 MiB file and times an enable of a
 # copy; then CUTS boots each check what the previous cut left (fsck clean;
 # the file plain with its bytes and writable, or verity with the right digest
@@ -25,7 +25,7 @@ debug=${DEBUG:-0}
 suffix=; [ "$debug" = 1 ] && suffix=-debug
 name=$kernel$suffix
 cuts=${CUTS:-17}
-fslist=${PC_FS:-ext4 f2fs btrfs}
+fslist=${PC_FS:-ext4 f2fs btrfs xfs}
 logs=$top/build/logs/powercut
 mkdir -p "$logs"
 
