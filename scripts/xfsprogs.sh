@@ -62,6 +62,9 @@ for p in $patches; do
 	patch -d "$src" -p1 --no-backup-if-mismatch -s <"$p"
 done
 cd "$src"
+# our Makefile exports DEBUG=0 (and KERNEL, TESTS, ...); xfsprogs's own
+# build rules read DEBUG as compiler flags ("ld: cannot find 0")
+unset DEBUG KERNEL NOSIG TESTS FS
 if ! { ./configure --enable-gettext=no --enable-scrub=no --enable-editline=no \
 		--enable-lto=no &&
 	make -j"$(nproc)" headers &&
