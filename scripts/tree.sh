@@ -144,9 +144,13 @@ for p in "$kdir"/patches/*.patch; do
 	[ -e "$p" ] || continue
 	case " $folded " in *" $(basename "$p") "*) continue ;; esac
 	g apply --cached --whitespace=nowarn "$p"
-	subj=$(sed -n 's/^Subject: *\(\[PATCH[^]]*\] *\)\{0,1\}//p' "$p" | head -n1)
+	# the patch's own subject (unfolded) and description, as git am would
+	subj=$(awk '/^Subject:/ { s = $0; while ((getline l) > 0 && l ~ /^[ \t]/) s = s l
+		print s; exit }' "$p" | sed 's/^Subject: *\(\[PATCH[^]]*\] *\)\{0,1\}//; s/[ \t]\+/ /g')
 	[ -n "$subj" ] || subj="fs-verity: $(basename "$p" .patch)"
-	commit_step "$subj" "Applied from kernel/patches/$(basename "$p")."
+	body=$(awk 'f && /^---$/ { exit } f { print } !f && /^$/ { f = 1 }' "$p")
+	[ -n "$body" ] || body="Applied from kernel/patches/$(basename "$p")."
+	commit_step "$subj" "$body"
 done
 
 rm -f "$idx"
