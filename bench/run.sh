@@ -23,7 +23,7 @@ for round in $(seq "$rounds"); do
 		disks=$out/disks
 		rm -rf "$disks"
 		mkdir -p "$disks"
-		for d in vda vdb vdc vdd vde; do truncate -s 2G "$disks/$d.img"; done
+		for d in vda vdb vdc vdd vde vdf vdg; do truncate -s 2G "$disks/$d.img"; done
 		log=$out/boot-$round-$kernel.log
 		echo "bench: round $round/$rounds, $kernel"
 		"$top/scripts/qemu.sh" "$top/build/$kernel/bzImage" \
