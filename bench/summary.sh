@@ -39,12 +39,18 @@ echo "$stats" | awk -F, '
 			"mainline med (min-max)", "ours med (min-max)", "ours/main", "ours/lim"
 		for (i = 1; i <= n; i++) {
 			split(order[i], k, SUBSEP); fs = k[1]; wl = k[2]
+			hasm = ((fs, wl, "upstream") in med)
 			m = med[fs, wl, "upstream"]; o = med[fs, wl, "ours"]
 			r = (m > 0 ? sprintf("%.2f", o / m) : "-")
 			l = limit(fs, wl)
 			f = (l > 0 ? sprintf("%.2f", o / l) : "")
-			printf "%-7s %-24s %-8s %9.1f (%5.1f-%5.1f) %9.1f (%5.1f-%5.1f) %9s %8s\n",
-				fs, wl, unit[fs, wl], m, lo[fs, wl, "upstream"], hi[fs, wl, "upstream"],
+			# no mainline column where it did not run (XFS: no verity)
+			if (hasm)
+				ms = sprintf("%9.1f (%5.1f-%5.1f)", m, lo[fs, wl, "upstream"], hi[fs, wl, "upstream"])
+			else
+				ms = sprintf("%24s", "-")
+			printf "%-7s %-24s %-8s %s %9.1f (%5.1f-%5.1f) %9s %8s\n",
+				fs, wl, unit[fs, wl], ms,
 				o, lo[fs, wl, "ours"], hi[fs, wl, "ours"], r, f
 		}
 		print ""
