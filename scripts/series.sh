@@ -25,9 +25,27 @@ if [ "$n" = 0 ]; then
 	echo "series: ours == pristine, no patches"
 	exit 0
 fi
-git -C "$up" format-patch -q --no-signature refs/tags/pristine..ours -o "$out"
-echo "series: $n patches in build/series/:"
+git -C "$up" format-patch -q --no-signature --cover-letter \
+	refs/tags/pristine..ours -o "$out"
+# the cover letter's subject and text from series/cover-letter.txt (first
+# line, then the rest); format-patch supplies the shortlog and diffstat
+cover=$out/0000-cover-letter.patch
+{
+	sed -n '1,/^Subject: /p' "$cover" | sed '$d'
+	sed -n '/^Subject: /{s/\*\*\* SUBJECT HERE \*\*\*/'"$(head -n 1 "$top/series/cover-letter.txt" | sed 's/[\/&]/\\&/g')"'/;p;q}' "$cover"
+	sed -n '/^Subject: /,/\*\*\* BLURB HERE \*\*\*/{/^Subject: /d;/BLURB HERE/d;p}' "$cover"
+	tail -n +3 "$top/series/cover-letter.txt"
+	sed -n '/\*\*\* BLURB HERE \*\*\*/,$p' "$cover" | tail -n +2
+} >"$cover.new"
+mv "$cover.new" "$cover"
+echo "series: $n patches and a cover letter in build/series/:"
 ls "$out" | sed 's/^/  /'
+
+# the patches proper, without the cover letter
+patches=()
+for p in "$out"/*.patch; do
+	[ "$p" = "$cover" ] || patches+=("$p")
+done
 
 # git am onto a fresh pristine checkout must give exactly the ours tree
 # (-f -f: a killed "worktree add" leaves its worktree locked)
@@ -36,7 +54,7 @@ git -C "$up" worktree prune
 git -C "$up" worktree add -q --detach "$chk" refs/tags/pristine
 cleanup() { git -C "$up" worktree remove --force "$chk" 2>/dev/null || rm -rf "$chk"; }
 trap cleanup EXIT
-if ! git -C "$chk" -c user.name=series -c user.email=series@localhost am -q "$out"/*.patch; then
+if ! git -C "$chk" -c user.name=series -c user.email=series@localhost am -q "${patches[@]}"; then
 	echo "series: FAILED: git am does not apply the series to pristine" >&2
 	exit 1
 fi
@@ -47,7 +65,7 @@ fi
 echo "series: git am onto pristine: ok (same tree as ours)"
 
 errors=0 warnings=0 checks=0
-for p in "$out"/*.patch; do
+for p in "${patches[@]}"; do
 	res=$(cd "$up" && PATH=/usr/bin:/bin:$PATH perl scripts/checkpatch.pl --strict --ignore UNKNOWN_COMMIT_ID --no-summary --terse --showfile "$p" 2>&1 || true)
 	e=$(printf '%s\n' "$res" | grep -c ': ERROR:' || true)
 	w=$(printf '%s\n' "$res" | grep -c ': WARNING:' || true)
