@@ -7,10 +7,14 @@
 #   1 upstream: mkfs, enable set A          2 ours: read A, enable B, read all
 #   3 upstream: read B
 # and checks the images on the host after every boot (e2fsck -fn, fsck.f2fs
-# --dry-run, btrfs check --readonly, the verity flag per file via debugfs /
-# dump.f2fs / btrfs dump-tree), then compares every measurement of every file
-# across the kernels and with the host.  Prints PASS/FAIL/SKIP lines and a
-# summary line per filesystem; exit status 1 if anything failed.
+# --dry-run, btrfs check --readonly, xfs_repair -n, the verity flag per file
+# via debugfs / dump.f2fs / btrfs dump-tree / xfs_db), then compares every
+# measurement of every file across the kernels and with the host.
+# XFS (xfs, xfs-1k) is two-way, ours against the host only: mainline 6.12
+# has no XFS fs-verity (it mounts a verity XFS read-only), so there ours
+# alone enables set B and reads it, and the upstream boots leave XFS alone.
+# Prints PASS/FAIL/SKIP lines and a summary line per filesystem ("three-way"
+# or "two-way"); exit status 1 if anything failed.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +38,13 @@ verdict() { # PASS|FAIL|SKIP name [reason]
 	[ "$1" != FAIL ] || failed=1
 }
 wanted_fs() { [ -z "${FS:-}" ] || case " $FS " in *" $1 "*) ;; *) return 1 ;; esac; }
+# the filesystems mainline 6.12 has no fs-verity on (tests/compat.c: two_way)
+two_way_fs="xfs xfs-1k"
+two_way() { case " $two_way_fs " in *" $1 "*) ;; *) return 1 ;; esac; }
+# our xfsprogs (scripts/xfsprogs.sh, built by initramfs.sh): the host's own
+# does not know the verity feature and inode flag
+xfs_repair=$top/build/xfsprogs/sbin/xfs_repair
+xfs_db=$top/build/xfsprogs/usr/sbin/xfs_db
 
 # ---- kernels (ours and upstream, never the debug ones) and the initramfs ----
 for k in ours upstream; do
@@ -100,11 +111,12 @@ echo "compat: corpus: $(grep -vc '^#' "$manifest") files," \
 fsck_images() {
 	local tag=$1 out
 	shift
-	for fs in ext4 ext4-1k f2fs btrfs; do
+	for fs in ext4 ext4-1k f2fs btrfs xfs xfs-1k; do
 		wanted_fs "$fs" || continue
 		case $fs in
 		ext4) img=$disks/vda.img ;; ext4-1k) img=$disks/vdb.img ;;
 		f2fs) img=$disks/vdc.img ;; btrfs) img=$disks/vdd.img ;;
+		xfs) img=$disks/vdf.img ;; xfs-1k) img=$disks/vdg.img ;;
 		esac
 		case $fs in
 		ext4*) cmd=(e2fsck -fn "$img") ;;
@@ -112,6 +124,7 @@ fsck_images() {
 			cp --sparse=always "$img" "$work/f2fs-copy.img"
 			cmd=(fsck.f2fs -f --dry-run "$work/f2fs-copy.img") ;;
 		btrfs) cmd=(btrfs check --readonly "$img") ;;
+		xfs*) cmd=("$xfs_repair" -n -f "$img") ;;
 		esac
 		rc=0; out=$("${cmd[@]}" 2>&1) || rc=$?
 		rm -f "$work/f2fs-copy.img"
@@ -158,6 +171,18 @@ fsck_images() {
 				$3 in v { c++ } END { print c + 0 }')
 			what="btrfs dump-tree: a VERITY_DESC_ITEM per inode"
 			;;
+		xfs*)
+			# one xfs_db for all: "v3.verity = 1" per inode, in order
+			args=()
+			while read -r _ _ ino; do
+				args+=(-c "inode $ino" -c "print v3.verity")
+			done <<<"$files"
+			out=$("$xfs_db" -r "${args[@]}" "$img" 2>&1 || true)
+			good=$(echo "$out" | grep -c '^v3\.verity = 1$' || true)
+			[ "$good" = "$n" ] || detail=" $(paste -d' ' <(echo "$files" | cut -d' ' -f2) \
+				<(echo "$out") | grep -v ' v3\.verity = 1$' | head -n 20 | tr '\n' ';')"
+			what="xfs_db print v3.verity: XFS_DIFLAG2_VERITY (our xfs_db's field)"
+			;;
 		esac
 		if [ "$good" = "$n" ]; then
 			verdict PASS "compat/$fs/verity-flag-$tag"
@@ -203,6 +228,7 @@ for phase in 1 2 3; do
 done
 
 # ---- every measurement of every file: host == upstream == ours ----
+# (three-way), or host == ours on XFS (two-way: no fs-verity upstream)
 # The metadata (Merkle tree, descriptor, signature) is compared where a
 # kernel answers FS_IOC_READ_VERITY_METADATA.  Mainline 6.12's btrfs does
 # not wire it: ENOTTY to both the tree and the descriptor there is "not
@@ -211,9 +237,18 @@ done
 # series, so an ENOTTY from ours is then a disagreement like any other.
 ours_wires_btrfs_md=0
 [ ! -f "$top/kernel/patches/btrfs-verity-read-metadata.patch" ] || ours_wires_btrfs_md=1
-for fs in ext4 ext4-1k f2fs btrfs; do
+for fs in ext4 ext4-1k f2fs btrfs xfs xfs-1k; do
 	wanted_fs "$fs" || continue
-	res=$(awk -v fs="$fs" -v ours_wires="$ours_wires_btrfs_md" '
+	# every file has a result from each of these steps (tests/compat.c)
+	if two_way "$fs"; then
+		kind=two-way tags="ours-enable-B ours-read-B"
+		who="host fsverity digest and ours; mainline 6.12 has no XFS fs-verity"
+	else
+		kind=three-way
+		tags="up-enable-A ours-read-A ours-enable-B ours-read-B ours-reread-A up-read-B"
+		who="host fsverity digest, upstream, ours; both directions"
+	fi
+	res=$(awk -v fs="$fs" -v ours_wires="$ours_wires_btrfs_md" -v tagl="$tags" '
 		FNR == NR { if ($0 !~ /^#/ && $2 == fs) { order[++n] = $1; d[$1] = $10; t[$1] = $11; s[$1] = $12 } next }
 		$2 != fs { next }
 		{
@@ -243,7 +278,7 @@ for fs in ext4 ext4-1k f2fs btrfs; do
 		END {
 			if (nacount["upstream"] + nacount["ours"])
 				printf "NOTCOMPARABLE %d %d %d %d\n", nacount["upstream"], nacount["ours"], cmpcount["upstream"], cmpcount["ours"]
-			ntags = split("up-enable-A ours-read-A ours-enable-B ours-read-B ours-reread-A up-read-B", tags, " ")
+			ntags = split(tagl, tags, " ")
 			for (i = 1; i <= n; i++) {
 				name = order[i]
 				for (j = 1; j <= ntags; j++)
@@ -253,7 +288,7 @@ for fs in ext4 ext4-1k f2fs btrfs; do
 			}
 			printf "SUMMARY %d %d %d\n", n, agree + 0, dis + 0
 		}' "$manifest" "$work/out-all.txt")
-	echo "$res" | grep '^#' | sed "s|^# |# compat/$fs/three-way: |" || true
+	echo "$res" | grep '^#' | sed "s|^# |# compat/$fs/$kind: |" || true
 	read -r _ n agree dis <<<"$(echo "$res" | grep '^SUMMARY')"
 	nc=
 	if echo "$res" | grep -q '^NOTCOMPARABLE'; then
@@ -264,11 +299,11 @@ for fs in ext4 ext4-1k f2fs btrfs; do
 			"(upstream $cmp_up, ours $cmp_ours)"
 		nc="metadata not comparable in $((na_up + na_ours)) reads (ENOTTY: upstream $na_up, ours $na_ours)"
 	fi
-	echo "compat: $fs: $n files, $agree agreeing, $dis disagreeing (host fsverity digest, upstream, ours; both directions)"
+	echo "compat: $fs: $n files, $agree agreeing, $dis disagreeing ($who)"
 	if [ "$n" -gt 0 ] && [ "$dis" = 0 ]; then
-		verdict PASS "compat/$fs/three-way" "$nc"
+		verdict PASS "compat/$fs/$kind" "$nc"
 	else
-		verdict FAIL "compat/$fs/three-way" "$dis of $n files disagree (details above; build/compat/out-*.txt)"
+		verdict FAIL "compat/$fs/$kind" "$dis of $n files disagree (details above; build/compat/out-*.txt)"
 	fi
 done
 exit $failed
