@@ -13,15 +13,21 @@
  *    damaged block, holes as verified zeroes; statx offers no direct I/O
  *    alignment for a verity file;
  *  - FIDEDUPERANGE needs no write access: into a verity file it is EPERM;
- *  - statx and FS_IOC_GETFLAGS report the verity attribute.
+ *  - statx and FS_IOC_GETFLAGS report the verity attribute;
+ *  - quota charges the tree's blocks to the file's owner: past a hard
+ *    limit the enable fails with EDQUOT and changes nothing (on a spare
+ *    XFS on /dev/vde, mounted with user quota).
  *
  * The area runs on the XFS filesystems only (tests/expected-skips).
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
+#include <linux/dqblk_xfs.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
+#include <sys/mount.h>
+#include <sys/quota.h>
 
 #define REGION ((uint64_t)1 << 53)	/* XFS_FSVERITY_REGION_START */
 
@@ -534,4 +540,129 @@ TEST(statx_and_getflags_report_verity)
 	CHECK(fd_has_verity_flag(fd));
 	close(fd);
 	unlink(p);
+}
+
+/* ---- quota, on a spare XFS with user quota (mkfs'd per test) ---- */
+
+#define QUOTA_DEV	"/dev/vde"
+#define QUOTA_MNT	"/mnt/xfs-quota"
+#define QUOTA_UID	4242
+#define QUOTA_DATA	(4 << 20)
+
+static void quota_umount(void)
+{
+	for (int tries = 0; umount(QUOTA_MNT); tries++) {
+		if (errno == EINVAL || errno == ENOENT)
+			return;		/* not mounted */
+		if (errno != EBUSY || tries == 50)
+			fail("umount %s: %s", QUOTA_MNT, strerror(errno));
+		usleep(100000);
+	}
+}
+
+/* QUOTA_UID's usage (512-byte blocks); sets its hard limit first if @limit >= 0 */
+static uint64_t quota_usage(int64_t limit)
+{
+	struct fs_disk_quota q = { 0 };
+
+	if (limit >= 0) {
+		q.d_version = FS_DQUOT_VERSION;
+		q.d_flags = FS_USER_QUOTA;
+		q.d_id = QUOTA_UID;
+		q.d_fieldmask = FS_DQ_BHARD;
+		q.d_blk_hardlimit = limit;
+		if (quotactl(QCMD(Q_XSETQLIM, USRQUOTA), QUOTA_DEV, QUOTA_UID,
+			     (caddr_t)&q))
+			fail("Q_XSETQLIM: %s", strerror(errno));
+	}
+	if (quotactl(QCMD(Q_XGETQUOTA, USRQUOTA), QUOTA_DEV, QUOTA_UID,
+		     (caddr_t)&q))
+		fail("Q_XGETQUOTA: %s", strerror(errno));
+	return q.d_bcount;
+}
+
+static uint64_t st_blocks(const char *path)
+{
+	struct stat st;
+
+	CHECK_OK(stat(path, &st));
+	return st.st_blocks;
+}
+
+static void quota_body(void)
+{
+	const char *p = QUOTA_MNT "/owned";
+	char out[4096], before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
+	unsigned char *data = malloc(QUOTA_DATA);
+	uint64_t data_blocks, used;
+	int alg, fd, err;
+
+	CHECK(data != NULL);
+	if (run_cmd(out, sizeof(out),
+		    "mkfs.xfs -f -q -b size=%u -i verity=1 " QUOTA_DEV,
+		    fs_block_size()))
+		fail("mkfs.xfs: %s", out);
+	mkdir(QUOTA_MNT, 0755);
+	if (mount(QUOTA_DEV, QUOTA_MNT, "xfs", 0, "uquota"))
+		fail("mount -o uquota " QUOTA_DEV ": %s", strerror(errno));
+	fill_random(data, QUOTA_DATA, 0x9a07a);
+	write_file(p, data, QUOTA_DATA);
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	CHECK_OK(fsync(fd));
+	close(fd);
+	CHECK_OK(chown(p, QUOTA_UID, QUOTA_UID));
+	data_blocks = QUOTA_DATA / 512;
+
+	/* room for the data and one 4 KiB block: not for the tree */
+	used = quota_usage(data_blocks + 8);
+	CHECK(used >= data_blocks);
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	err = enable_verity(fd, FS_VERITY_HASH_ALG_SHA256, ilog2_u32(merkle_bs()),
+			     NULL, 0, NULL, 0);
+	if (err != EDQUOT)
+		fail("enable past the owner's hard limit: %s, expected EDQUOT",
+		     err ? strerror(err) : "success");
+	CHECK(!fd_has_verity_flag(fd));
+	close(fd);
+	used = quota_usage(-1);
+	if (used != st_blocks(p) || used > data_blocks + 8)
+		fail("after the refused enable: %llu blocks charged, the file has %llu",
+		     (unsigned long long)used, (unsigned long long)st_blocks(p));
+	check_contents(p, data, QUOTA_DATA);
+
+	/* no limit: the tree and the descriptor are charged to the owner */
+	quota_usage(0);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	kernel_digest_hex(p, before, &alg);
+	used = quota_usage(-1);
+	note("quota: %llu blocks of 512 bytes charged for %llu of data",
+	     (unsigned long long)used, (unsigned long long)data_blocks);
+	/* at least 32 KiB of SHA-256 hashes of 4 MiB, plus the root's block */
+	if (used != st_blocks(p) || used < data_blocks + 9 * 8)
+		fail("after enabling: %llu blocks charged, the file has %llu",
+		     (unsigned long long)used, (unsigned long long)st_blocks(p));
+	/* the charge survives a remount (quotacheck-free: it is on disk) */
+	quota_umount();
+	if (mount(QUOTA_DEV, QUOTA_MNT, "xfs", 0, "uquota"))
+		fail("mount -o uquota " QUOTA_DEV ": %s", strerror(errno));
+	CHECK(quota_usage(-1) == used);
+	kernel_digest_hex(p, after, &alg);
+	CHECK(!strcmp(before, after));
+	check_contents(p, data, QUOTA_DATA);
+	free(data);
+	quota_umount();
+	if (run_cmd(out, sizeof(out), "xfs_repair -n " QUOTA_DEV))
+		fail("xfs_repair -n " QUOTA_DEV ": %s", out);
+}
+
+/* Quota charges the tree's blocks; past a hard limit enable is EDQUOT */
+TEST_TIMEOUT(quota_charges_the_tree_and_a_full_quota_refuses_the_enable, 300)
+{
+	need_xfs();
+	if (access(QUOTA_DEV, F_OK))
+		fail("no spare disk " QUOTA_DEV);
+	quota_umount();		/* left by a test that timed out */
+	with_cleanup(quota_body, quota_umount, 240);
 }
