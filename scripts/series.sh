@@ -84,7 +84,8 @@ errors=0 warnings=0 checks=0
 for p in "${patches[@]}"; do
 	ignore=UNKNOWN_COMMIT_ID
 	! maintained "$p" || ignore=$ignore,FILE_PATH_CHANGES
-	res=$(cd "$up" && PATH=/usr/bin:/bin:$PATH perl scripts/checkpatch.pl --strict --ignore "$ignore" --no-summary --terse --showfile "$p" 2>&1 || true)
+	# from the git am checkout: build/src/upstream need not have a worktree
+	res=$(cd "$chk" && PATH=/usr/bin:/bin:$PATH perl scripts/checkpatch.pl --strict --ignore "$ignore" --no-summary --terse --showfile "$p" 2>&1 || true)
 	e=$(printf '%s\n' "$res" | grep -c ': ERROR:' || true)
 	w=$(printf '%s\n' "$res" | grep -c ': WARNING:' || true)
 	c=$(printf '%s\n' "$res" | grep -c ': CHECK:' || true)
