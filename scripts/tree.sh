@@ -6,6 +6,9 @@
 # "git reset --hard", so only files whose content changed get rewritten and
 # the kernel build stays incremental.
 set -eu
+# "name order" below is byte order, whatever the caller's locale: the
+# series must come out the same for everyone
+export LC_ALL=C
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 tarball=${LINUX_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
@@ -51,31 +54,38 @@ if [ ! -e "$ours/.git" ]; then
 fi
 
 # 2. the ours commits, on top of pristine
-# The overlay is committed as an ordered list of steps; each step takes the
-# not-yet-added files of kernel/ under its path prefixes ("ALL" = all the rest).
-# To split the series into logical commits, add steps here.
-# A prefix "@name.patch" applies kernel/patches/name.patch in that step
-# instead of as a commit of its own (e.g. the MAINTAINERS lines for the
-# files the step adds).
+# First the overlay, committed as an ordered list of steps; each step takes
+# the not-yet-added files of kernel/ under its path prefixes ("ALL" = all
+# the rest).  kernel/fs/verity and its headers hold the plain core: the
+# whole UAPI and in-kernel API, a serial tree build, straightforward
+# verification.  A prefix "@name.patch" applies kernel/patches/name.patch
+# in that step instead of as a commit of its own.
+# Then one commit per patch, in name order: kernel/patches/fs-verity/*.patch
+# (each feature or optimisation of our fs/verity, on top of the plain
+# core), then kernel/patches/*.patch (the other parts of the tree).
 OVERLAY_STEPS=(
-"fs/verity include/linux/fsverity.h include/uapi/linux/fsverity.h include/trace/events/fsverity.h @maintainers-trace-events.patch|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
+"fs/verity include/linux/fsverity.h include/uapi/linux/fsverity.h|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
 in-kernel API of include/linux/fsverity.h, the UAPI and the on-disk
 format, so that ext4, f2fs, btrfs and the other callers work unchanged.
 
-One file per concern around a private internal.h: enable.c (the
-ioctl), build.c (the Merkle tree, hashed on all CPUs in bounded
-batches), open.c (descriptor and per-inode state), verify.c (read
-verification: the last good leaf carried between blocks, large bios
-split over CPUs, tree readahead for the whole bio), measure.c,
-read_metadata.c, hash.c, signature.c, stats.c (per-filesystem counters
-in /sys/fs/verity/<dev>/) and init.c.  New trace events in
-include/trace/events/fsverity.h cover enabling, tree blocks hashed, the
-verified-block cache's hits and misses, data blocks verified and
-verification failures."
-"Documentation @maintainers-abi.patch|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
+This is the implementation in its plainest correct form; the patches
+after the documentation add one feature or optimisation each.  One file
+per concern around a private internal.h: enable.c (the ioctl: arguments
+checked in the documented order, the filesystem's begin/end callbacks,
+rollback on any error or fatal signal), build.c (the Merkle tree, built
+by the calling task in one pass, one block in progress per level, each
+block written at its place as soon as it is complete), open.c (the
+descriptor, checked as hostile, and the per-inode state), verify.c
+(read verification: each data block's path climbed to the first tree
+block known good, remembered by PG_checked or, for tree blocks smaller
+than a page, a bitmap that is only trusted for the page instance it
+was set on), measure.c (FS_IOC_MEASURE_VERITY, fsverity_get_digest()
+and the BPF kfunc), read_metadata.c, hash.c, signature.c (built-in
+signatures) and init.c (start-up, the sysctl, rate-limited messages)."
+"Documentation|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
 every errno, the digest computation, built-in signatures and their
-limits, filesystem support, how verification and enabling work, the
-statistics and tracepoints, and an FAQ."
+limits, filesystem support, how verification and enabling work, and an
+FAQ.  The patches that follow document what they add."
 "ALL|fs-verity: add the remaining files|Files of the overlay that no earlier step took."
 )
 kdir=${OVERLAY_DIR:-$top/kernel}
@@ -140,16 +150,16 @@ for step in "${OVERLAY_STEPS[@]}"; do
 done
 [ -z "$remaining" ] || { echo "tree: no overlay step takes: $remaining" >&2; exit 1; }
 
-for p in "$kdir"/patches/*.patch; do
+for p in "$kdir"/patches/fs-verity/*.patch "$kdir"/patches/*.patch; do
 	[ -e "$p" ] || continue
-	case " $folded " in *" $(basename "$p") "*) continue ;; esac
+	case " $folded " in *" ${p#"$kdir"/patches/} "*) continue ;; esac
 	g apply --cached --whitespace=nowarn "$p"
 	# the patch's own subject (unfolded) and description, as git am would
 	subj=$(awk '/^Subject:/ { s = $0; while ((getline l) > 0 && l ~ /^[ \t]/) s = s l
 		print s; exit }' "$p" | sed 's/^Subject: *\(\[PATCH[^]]*\] *\)\{0,1\}//; s/[ \t]\+/ /g')
 	[ -n "$subj" ] || subj="fs-verity: $(basename "$p" .patch)"
 	body=$(awk 'f && /^---$/ { exit } f { print } !f && /^$/ { f = 1 }' "$p")
-	[ -n "$body" ] || body="Applied from kernel/patches/$(basename "$p")."
+	[ -n "$body" ] || body="Applied from kernel/patches/${p#"$kdir"/patches/}."
 	commit_step "$subj" "$body"
 done
 

@@ -7,7 +7,6 @@
 
 #include <linux/mount.h>
 #include <linux/slab.h>
-#include <trace/events/fsverity.h>
 
 /*
  * Have the filesystem commit verity with @desc, or with @desc NULL undo
@@ -79,9 +78,6 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 	inode_unlock(inode);
 	if (err)
 		goto out_destroy_tree;
-	trace_fsverity_enable_start(inode, le64_to_cpu(desc->data_size),
-				    tree.block_size, desc->hash_algorithm,
-				    tree.num_levels, tree.size);
 
 	/*
 	 * Build the tree without i_rwsem, which a huge file would hold for
@@ -102,7 +98,7 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 		if (err != -EINTR)
 			fsv_err(inode, "error %d enabling verity", err);
 		fsv_end_enable(filp, NULL, 0, tree.size);
-		goto out_trace;
+		goto out_destroy_tree;
 	}
 
 	err = fsv_end_enable(filp, desc, desc_size, tree.size);
@@ -110,14 +106,11 @@ static int fsv_enable(struct file *filp, const struct fsverity_enable_arg *arg)
 		err = -EINVAL;
 	if (err) {
 		fsv_info_free(vi);
-		goto out_trace;
+		goto out_destroy_tree;
 	}
 	/* As at open: LSMs hear of the signature before readers see it */
 	fsv_report_signature(inode, desc->signature, arg->sig_size);
-	fsv_count(vi, FSV_STAT_ENABLES, 1);
 	fsv_info_publish(inode, vi);
-out_trace:
-	trace_fsverity_enable_end(inode, err);
 out_destroy_tree:
 	fsv_tree_destroy(&tree);
 out_free_desc:

@@ -7,22 +7,8 @@
 
 #include <linux/ratelimit.h>
 
-#define CREATE_TRACE_POINTS
-#include <trace/events/fsverity.h>
-
-#ifdef CONFIG_SYSCTL
+#if defined(CONFIG_SYSCTL) && defined(CONFIG_FS_VERITY_BUILTIN_SIGNATURES)
 static struct ctl_table fsv_sysctls[] = {
-	{
-		.procname	= "enable_threads",
-		.mode		= 0644,
-		.data		= &fsv_enable_threads,
-		.maxlen		= sizeof(fsv_enable_threads),
-		/* 0: all the caller's CPUs; n: at most n */
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= SYSCTL_ZERO,
-		.extra2		= SYSCTL_INT_MAX,
-	},
-#ifdef CONFIG_FS_VERITY_BUILTIN_SIGNATURES
 	{
 		.procname	= "require_signatures",
 		.mode		= 0644,
@@ -33,7 +19,6 @@ static struct ctl_table fsv_sysctls[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
-#endif
 };
 
 static void __init fsv_init_sysctl(void)
@@ -89,9 +74,7 @@ static int __init fsv_init(void)
 	BUILD_BUG_ON(sizeof(struct fsverity_descriptor) != 256);
 
 	fsv_init_info_cache();
-	fsv_init_stats();
 	fsv_init_workqueue();
-	fsv_init_enable_workqueue();
 	fsv_init_sysctl();
 	fsv_init_signature();
 	fsv_init_bpf();

@@ -79,7 +79,6 @@ struct fsv_tree {
  * struct fsverity_info - the verity state of one open inode
  * @tree: shape of its Merkle tree
  * @inode: the inode it belongs to
- * @stats: its filesystem's counters, or NULL
  * @verified: for tree blocks smaller than a page, one bit per tree block,
  *	set once the block was checked against its parent (or the root hash);
  *	NULL with page-sized blocks, where PG_checked says it.  Either is only
@@ -94,17 +93,14 @@ struct fsv_tree {
 struct fsverity_info {
 	struct fsv_tree tree;
 	const struct inode *inode;
-	struct fsv_stats *stats;
 	unsigned long *verified;
 	u8 root_hash[FS_VERITY_MAX_DIGEST_SIZE];
 	u8 file_digest[FS_VERITY_MAX_DIGEST_SIZE];
 };
 
 /* build.c */
-extern int fsv_enable_threads;
 int fsv_build_tree(struct file *filp, const struct fsv_tree *tree,
 		   u8 *root_hash);
-void __init fsv_init_enable_workqueue(void);
 
 /* hash.c */
 const struct fsv_hash_alg *fsv_hash_alg_get(const struct inode *inode,
@@ -172,23 +168,6 @@ static inline void fsv_init_signature(void)
 {
 }
 #endif
-
-/* stats.c */
-enum fsv_stat {
-	FSV_STAT_DATA_VERIFIED,	/* data blocks that matched */
-	FSV_STAT_TREE_HASHED,	/* tree blocks hashed to check them */
-	FSV_STAT_CACHE_HITS,	/* tree blocks found already checked */
-	FSV_STAT_FAILURES,	/* mismatches */
-	FSV_STAT_ENABLES,	/* successful FS_IOC_ENABLE_VERITY */
-	FSV_STAT_BIO_SHARES,	/* shares of bios handed to other CPUs */
-	FSV_STAT_TREE_READAHEAD, /* misses that asked for tree readahead */
-	FSV_NR_STATS
-};
-
-struct fsv_stats *fsv_stats_get(struct super_block *sb);
-void fsv_count(const struct fsverity_info *vi, enum fsv_stat stat,
-	       unsigned int n);
-void __init fsv_init_stats(void);
 
 /* verify.c */
 void __init fsv_init_workqueue(void);

@@ -141,7 +141,6 @@ struct fsverity_info *fsv_info_create(const struct inode *inode,
 	if (!vi)
 		return ERR_PTR(-ENOMEM);
 	vi->inode = inode;
-	vi->stats = fsv_stats_get(inode->i_sb);
 
 	err = fsv_tree_init(&vi->tree, inode, desc->hash_algorithm,
 			    desc->log_blocksize, desc->salt, desc->salt_size,

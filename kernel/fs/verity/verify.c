@@ -23,7 +23,6 @@
 #include <linux/bio.h>
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
-#include <trace/events/fsverity.h>
 
 static struct workqueue_struct *fsv_read_wq;
 
@@ -91,56 +90,18 @@ static void fsv_report_mismatch(const struct fsverity_info *vi, u64 pos,
 		level < 0 ? pos >> tree->log_block_size : (u64)level,
 		tree->alg->name, tree->digest_size, got,
 		tree->alg->name, tree->digest_size, want);
-	fsv_count(vi, FSV_STAT_FAILURES, 1);
-	trace_fsverity_verify_failed(vi->inode, pos >> tree->log_block_size,
-				     level);
 }
 
-/*
- * State carried from one data block to the next while verifying a folio
- * range or a bio: the lowest-level tree block last found good, with its
- * page held (so the block's bit stays valid).  Consecutive data blocks
- * mostly hash into the same tree block, and are checked against it
- * directly, without looking its page up, mapping it or testing its bit.
- */
+/* What verifying the blocks of a folio range or a bio works with */
 struct fsv_verifier {
 	struct inode *inode;
 	struct fsverity_info *vi;
-	pgoff_t ra_end;		/* on a miss, read tree pages up to here */
-	struct page *leaf_page;	/* held, or NULL */
-	u64 leaf_block;
 };
 
-static void fsv_verifier_init(struct fsv_verifier *v, struct inode *inode,
-			      pgoff_t ra_end)
+static void fsv_verifier_init(struct fsv_verifier *v, struct inode *inode)
 {
 	v->inode = inode;
 	v->vi = fsverity_get_info(inode);
-	v->ra_end = ra_end;
-	v->leaf_page = NULL;
-}
-
-static void fsv_keep_leaf(struct fsv_verifier *v, struct page *page,
-			  u64 block)
-{
-	if (v->leaf_page)
-		put_page(v->leaf_page);
-	v->leaf_page = page;
-	v->leaf_block = block;
-}
-
-static void fsv_verifier_done(struct fsv_verifier *v)
-{
-	fsv_keep_leaf(v, NULL, 0);
-}
-
-/* The page of the tree holding the lowest-level hash of data at @pos */
-static pgoff_t fsv_leaf_page(const struct fsv_tree *tree, u64 pos)
-{
-	u64 block = tree->level_start[0] +
-		    (pos >> (tree->log_block_size + tree->log_arity));
-
-	return (block << tree->log_block_size) >> PAGE_SHIFT;
 }
 
 /* Copy out the hash at @hash_offset of tree block @block, held in @page */
@@ -152,30 +113,6 @@ static void fsv_copy_hash(const struct fsv_tree *tree, struct page *page,
 	memcpy(out, addr + offset_in_page(block << tree->log_block_size) +
 	       hash_offset, tree->digest_size);
 	kunmap_local(addr);
-}
-
-/*
- * Get tree page @tpage for a block of @level.  If it is not cached, the
- * filesystem may read with it the following lowest-level pages the reader
- * will need, up to v->ra_end.
- */
-static struct page *fsv_tree_page(struct fsv_verifier *v, pgoff_t tpage,
-				  int level)
-{
-	unsigned long ra = 0;
-	struct page *page;
-
-	if (level == 0 && v->ra_end > tpage + 1)
-		ra = v->ra_end - tpage;
-	page = v->inode->i_sb->s_vop->read_merkle_tree_page(v->inode, tpage,
-							    ra);
-	/*
-	 * Count the requests made for a page instance not used before: the
-	 * only ones that can have found it uncached, and so read ahead.
-	 */
-	if (ra && !IS_ERR(page) && !PageChecked(page))
-		fsv_count(v->vi, FSV_STAT_TREE_READAHEAD, 1);
-	return page;
 }
 
 /* Verify the data block at byte @pos of the file, mapped at @data */
@@ -205,21 +142,7 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 			return true;
 		fsv_err(inode, "FILE CORRUPTED! data past EOF at offset %llu is not zeroed",
 			pos);
-		fsv_count(vi, FSV_STAT_FAILURES, 1);
-		trace_fsverity_verify_failed(inode, index, -1);
 		return false;
-	}
-
-	/* The common case: the same lowest-level block as the last one */
-	if (v->leaf_page && tree->num_levels &&
-	    v->leaf_block == tree->level_start[0] + (index >> tree->log_arity)) {
-		fsv_copy_hash(tree, v->leaf_page, v->leaf_block,
-			      (index & arity_mask) << tree->log_digest_size,
-			      want);
-		want_hash = want;
-		fsv_count(vi, FSV_STAT_CACHE_HITS, 1);
-		trace_fsverity_cache_hit(inode, v->leaf_block, 0);
-		goto check_data;
 	}
 
 	/* Climb until a tree block already known good, or the root */
@@ -231,7 +154,8 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 		pgoff_t tpage = (block << tree->log_block_size) >> PAGE_SHIFT;
 		struct page *page;
 
-		page = fsv_tree_page(v, tpage, level);
+		page = inode->i_sb->s_vop->read_merkle_tree_page(inode, tpage,
+								 0);
 		if (IS_ERR(page)) {
 			fsv_err(inode, "error %ld reading Merkle tree page %lu",
 				PTR_ERR(page), tpage);
@@ -240,15 +164,9 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 		if (fsv_block_verified(vi, page, tpage, block)) {
 			fsv_copy_hash(tree, page, block, hash_offset, want);
 			want_hash = want;
-			fsv_count(vi, FSV_STAT_CACHE_HITS, 1);
-			trace_fsverity_cache_hit(inode, block, level);
-			if (level == 0)
-				fsv_keep_leaf(v, page, block);
-			else
-				put_page(page);
+			put_page(page);
 			break;
 		}
-		trace_fsverity_cache_miss(inode, block, level);
 		path[depth].page = page;
 		path[depth].block = block;
 		path[depth].hash_offset = hash_offset;
@@ -277,18 +195,12 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 			goto out;
 		}
 		want_hash = want;
-		fsv_count(vi, FSV_STAT_TREE_HASHED, 1);
-		trace_fsverity_tree_block_hashed(inode, step->block, depth - 1);
 		/* Set while the page is held, so it is for this instance */
 		fsv_set_verified(vi, step->page, step->block);
+		put_page(step->page);
 		depth--;
-		if (depth == 0)
-			fsv_keep_leaf(v, step->page, step->block);
-		else
-			put_page(step->page);
 	}
 
-check_data:
 	err = fsv_hash_block(tree, data, got);
 	if (err)
 		goto hash_error;
@@ -296,7 +208,6 @@ check_data:
 		fsv_report_mismatch(vi, pos, -1, want_hash, got);
 		goto out;
 	}
-	trace_fsverity_data_verified(inode, pos >> tree->log_block_size, -1);
 	ok = true;
 	goto out;
 
@@ -314,7 +225,6 @@ static bool fsv_verify_range(struct fsv_verifier *v, struct folio *folio,
 {
 	const unsigned int block_size = v->vi->tree.block_size;
 	const u64 pos = folio_pos(folio);
-	unsigned int nr = 0;
 
 	if (WARN_ON_ONCE(!len || !IS_ALIGNED(len | offset, block_size) ||
 			 !folio_test_locked(folio) ||
@@ -328,9 +238,7 @@ static bool fsv_verify_range(struct fsv_verifier *v, struct folio *folio,
 		kunmap_local(data);
 		if (!ok)
 			return false;
-		nr++;
 	}
-	fsv_count(v->vi, FSV_STAT_DATA_VERIFIED, nr);
 	return true;
 }
 
@@ -345,84 +253,13 @@ static bool fsv_verify_range(struct fsv_verifier *v, struct folio *folio,
 bool fsverity_verify_blocks(struct folio *folio, size_t len, size_t offset)
 {
 	struct fsv_verifier v;
-	bool ok;
 
-	fsv_verifier_init(&v, folio->mapping->host, 0);
-	ok = fsv_verify_range(&v, folio, len, offset);
-	fsv_verifier_done(&v);
-	return ok;
+	fsv_verifier_init(&v, folio->mapping->host);
+	return fsv_verify_range(&v, folio, len, offset);
 }
 EXPORT_SYMBOL_GPL(fsverity_verify_blocks);
 
 #ifdef CONFIG_BLOCK
-
-/*
- * A bio's folios are verified by up to this many CPUs at once, each taking
- * a contiguous share of at least FSV_MIN_SHARE bytes: below that, handing
- * work to another CPU costs more than it saves.
- */
-#define FSV_MAX_SHARES	8
-#define FSV_MIN_SHARE	SZ_64K
-
-static struct workqueue_struct *fsv_share_wq;
-
-/* Folios [first, end) of a bio, verified by one CPU */
-struct fsv_bio_share {
-	struct work_struct work;
-	struct bio *bio;
-	unsigned int first, end;
-	pgoff_t ra_end;
-	bool ok;
-};
-
-static void fsv_verify_share(struct fsv_bio_share *share)
-{
-	struct fsv_verifier v;
-	struct folio_iter fi;
-	unsigned int i = 0;
-
-	fsv_verifier_init(&v, bio_first_folio_all(share->bio)->mapping->host,
-			  share->ra_end);
-	share->ok = true;
-	bio_for_each_folio_all(fi, share->bio) {
-		if (i >= share->end)
-			break;
-		if (i++ < share->first)
-			continue;
-		if (!fsv_verify_range(&v, fi.folio, fi.length, fi.offset)) {
-			share->ok = false;
-			break;
-		}
-	}
-	fsv_verifier_done(&v);
-}
-
-static void fsv_share_work(struct work_struct *work)
-{
-	fsv_verify_share(container_of(work, struct fsv_bio_share, work));
-}
-
-/*
- * The tree page after the last one to read on a miss in the lowest level,
- * for a bio of @bytes of data at @pos: the pages that data needs, and for
- * a bio marked REQ_RAHEAD (the reader is streaming) at least one tree page
- * per 16 KiB of the bio, as much as mainline aims for, so that the next
- * bios find their tree pages cached.  Clamped to the tree's end, which is
- * where the lowest level is stored.
- */
-static pgoff_t fsv_bio_ra_end(const struct fsv_tree *tree, struct bio *bio,
-			      u64 pos, u64 bytes)
-{
-	pgoff_t end;
-
-	if (!tree->num_levels || !bytes)
-		return 0;
-	end = fsv_leaf_page(tree, pos + bytes - 1) + 1;
-	if (bio->bi_opf & REQ_RAHEAD)
-		end = max_t(pgoff_t, end, fsv_leaf_page(tree, pos) +
-			    (bytes >> (PAGE_SHIFT + 2)));
-	return min_t(u64, end, DIV_ROUND_UP_ULL(tree->size, PAGE_SIZE));
-}
 
 /**
  * fsverity_verify_bio() - verify the data of a read bio that has completed
@@ -431,64 +268,19 @@ static pgoff_t fsv_bio_ra_end(const struct fsv_tree *tree, struct bio *bio,
  * On a mismatch, sets @bio->bi_status to an error.  For filesystems that
  * read into the page cache with bios; holes, which no bio reads, they verify
  * with fsverity_verify_folio().
- *
- * Verification is CPU bound and all of a bio's folios complete together, so
- * a large bio is split into shares verified on several CPUs at once, rather
- * than on the one CPU its completion happened to land on.
- *
- * The bio's size is taken from its folios: by the time a bio completes, the
- * block layer has advanced ->bi_iter to its end, so ->bi_iter.bi_size is 0.
  */
 void fsverity_verify_bio(struct bio *bio)
 {
-	struct folio *first = bio_first_folio_all(bio);
-	struct inode *inode = first->mapping->host;
-	struct fsverity_info *vi = fsverity_get_info(inode);
-	struct fsv_bio_share shares[FSV_MAX_SHARES];
-	unsigned int nr_folios = 0, nr_shares, per_share, i;
-	u64 pos = U64_MAX, bytes = 0;
+	struct fsv_verifier v;
 	struct folio_iter fi;
-	pgoff_t ra_end;
-	bool ok;
 
+	fsv_verifier_init(&v, bio_first_folio_all(bio)->mapping->host);
 	bio_for_each_folio_all(fi, bio) {
-		pos = min(pos, folio_pos(fi.folio) + fi.offset);
-		bytes += fi.length;
-		nr_folios++;
-	}
-	ra_end = fsv_bio_ra_end(&vi->tree, bio, pos, bytes);
-
-	nr_shares = min_t(u64, bytes / FSV_MIN_SHARE,
-			  min(num_online_cpus(), FSV_MAX_SHARES));
-	nr_shares = clamp(nr_shares, 1U, nr_folios);
-	per_share = DIV_ROUND_UP(nr_folios, nr_shares);
-	nr_shares = DIV_ROUND_UP(nr_folios, per_share);
-	trace_fsverity_verify_bio(inode, pos, bytes, nr_shares,
-				  ra_end ? ra_end - fsv_leaf_page(&vi->tree, pos) :
-				  0);
-
-	for (i = 0; i < nr_shares; i++) {
-		shares[i].bio = bio;
-		shares[i].first = i * per_share;
-		shares[i].end = min(shares[i].first + per_share, nr_folios);
-		shares[i].ra_end = ra_end;
-		if (i > 0) {
-			INIT_WORK_ONSTACK(&shares[i].work, fsv_share_work);
-			queue_work(fsv_share_wq, &shares[i].work);
+		if (!fsv_verify_range(&v, fi.folio, fi.length, fi.offset)) {
+			bio->bi_status = BLK_STS_IOERR;
+			break;
 		}
 	}
-	if (nr_shares > 1)
-		fsv_count(vi, FSV_STAT_BIO_SHARES, nr_shares - 1);
-	/* This task takes the first share, then waits for the others */
-	fsv_verify_share(&shares[0]);
-	ok = shares[0].ok;
-	for (i = 1; i < nr_shares; i++) {
-		flush_work(&shares[i].work);
-		destroy_work_on_stack(&shares[i].work);
-		ok &= shares[i].ok;
-	}
-	if (!ok)
-		bio->bi_status = BLK_STS_IOERR;
 }
 EXPORT_SYMBOL_GPL(fsverity_verify_bio);
 #endif /* CONFIG_BLOCK */
@@ -512,21 +304,12 @@ void __init fsv_init_workqueue(void)
 	 * High priority: a reader is blocked until this work completes.
 	 * Bound, as mainline's: the work runs on the CPU that completed the
 	 * read, which keeps a small read's latency low, and unbound queues
-	 * cost crypto work too much scheduler latency on some systems.  The
-	 * spare CPUs take part through the shares of large bios instead, on
-	 * a queue of their own (unbound: spreading is their purpose), since
-	 * the work splitting a bio waits for them.  Tree pages read while
-	 * verifying may need work on other queues (decryption), never on
-	 * these, so they cannot deadlock on themselves.
+	 * cost crypto work too much scheduler latency on some systems.  Tree
+	 * pages read while verifying may need work on other queues
+	 * (decryption), never on this one, so it cannot deadlock on itself.
 	 */
 	fsv_read_wq = alloc_workqueue("fsverity_read_queue", WQ_HIGHPRI,
 				      num_online_cpus());
-#ifdef CONFIG_BLOCK
-	fsv_share_wq = alloc_workqueue("fsverity_share_queue",
-				       WQ_UNBOUND | WQ_HIGHPRI, 0);
-	if (!fsv_share_wq)
-		panic("fs-verity: cannot allocate its workqueues");
-#endif
 	if (!fsv_read_wq)
-		panic("fs-verity: cannot allocate its workqueues");
+		panic("fs-verity: cannot allocate its workqueue");
 }

@@ -101,9 +101,6 @@ static inline void fsverity_cleanup_inode(struct inode *inode)
 		__fsverity_cleanup_inode(inode);
 }
 
-/* Called by generic_shutdown_super() (stats.c) */
-void fsverity_cleanup_sb(struct super_block *sb);
-
 /* The three ioctls (enable.c, measure.c, read_metadata.c) */
 int fsverity_ioctl_enable(struct file *file, const void __user *uarg);
 int fsverity_ioctl_measure(struct file *file, void __user *uarg);
@@ -133,10 +130,6 @@ static inline void fsverity_enqueue_verify_work(struct work_struct *work)
 }
 
 static inline void fsverity_cleanup_inode(struct inode *inode)
-{
-}
-
-static inline void fsverity_cleanup_sb(struct super_block *sb)
 {
 }
 
