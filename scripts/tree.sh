@@ -81,11 +81,19 @@ block known good, remembered by PG_checked or, for tree blocks smaller
 than a page, a bitmap that is only trusted for the page instance it
 was set on), measure.c (FS_IOC_MEASURE_VERITY, fsverity_get_digest()
 and the BPF kfunc), read_metadata.c, hash.c, signature.c (built-in
-signatures) and init.c (start-up, the sysctl, rate-limited messages)."
+signatures) and init.c (start-up, the sysctl, rate-limited messages).
+
+Cc: Eric Biggers <ebiggers@kernel.org>
+Cc: \"Theodore Y. Ts'o\" <tytso@mit.edu>
+Cc: fsverity@lists.linux.dev"
 "Documentation|fs-verity: document the new implementation|Rewrite Documentation/filesystems/fsverity.rst for it: the UAPI with
 every errno, the digest computation, built-in signatures and their
 limits, filesystem support, how verification and enabling work, and an
-FAQ.  The patches that follow document what they add."
+FAQ.  The patches that follow document what they add.
+
+Cc: Eric Biggers <ebiggers@kernel.org>
+Cc: \"Theodore Y. Ts'o\" <tytso@mit.edu>
+Cc: fsverity@lists.linux.dev"
 "ALL|fs-verity: add the remaining files|Files of the overlay that no earlier step took."
 )
 kdir=${OVERLAY_DIR:-$top/kernel}
