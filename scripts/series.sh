@@ -28,13 +28,21 @@ fi
 git -C "$up" format-patch -q --no-signature --cover-letter \
 	refs/tags/pristine..ours -o "$out"
 # the cover letter's subject and text from series/cover-letter.txt (first
-# line, then the rest); format-patch supplies the shortlog and diffstat
+# line, then the rest) and the union of the patches' Cc lines; format-patch
+# supplies the shortlog and diffstat
 cover=$out/0000-cover-letter.patch
 {
-	sed -n '1,/^Subject: /p' "$cover" | sed '$d'
+	# dated like the commits (tree.sh fixes their dates), not "now"
+	sed -n '1,/^Subject: /p' "$cover" | sed '$d' |
+		sed "s/^Date: .*/Date: $(git -C "$up" log -1 --format=%aD ours)/"
 	sed -n '/^Subject: /{s/\*\*\* SUBJECT HERE \*\*\*/'"$(head -n 1 "$top/series/cover-letter.txt" | sed 's/[\/&]/\\&/g')"'/;p;q}' "$cover"
 	sed -n '/^Subject: /,/\*\*\* BLURB HERE \*\*\*/{/^Subject: /d;/BLURB HERE/d;p}' "$cover"
 	tail -n +3 "$top/series/cover-letter.txt"
+	# addressed to everyone a patch of the series is (once per address;
+	# stable@ only gets the fix that asks for it)
+	echo
+	grep -h '^Cc: ' "$out"/*.patch | grep -v 'stable@vger' |
+		awk '{ a = $NF } !(a in seen) { seen[a] = 1; print }' | LC_ALL=C sort
 	sed -n '/\*\*\* BLURB HERE \*\*\*/,$p' "$cover" | tail -n +2
 } >"$cover.new"
 mv "$cover.new" "$cover"
