@@ -85,13 +85,7 @@ static void spare_mount(void)
 /* Unmount if mounted: also drops every fscrypt key added to it. */
 static void spare_umount(void)
 {
-	for (int tries = 0; umount(SPARE_MNT); tries++) {
-		if (errno == EINVAL || errno == ENOENT)
-			return;		/* not mounted */
-		if (errno != EBUSY || tries == 50)
-			fail("umount %s: %s", SPARE_MNT, strerror(errno));
-		usleep(100000);
-	}
+	umount_if_mounted(SPARE_MNT);
 }
 
 static void spare_mkfs(void)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -399,6 +400,21 @@ static inline void flip_byte(const char *dev, uint64_t off)
 	if (pwrite(fd, &c, 1, off) != 1 || fsync(fd) != 0)
 		fail("pwrite %s at %" PRIu64 ": %s", dev, off, strerror(errno));
 	close(fd);
+}
+
+/*
+ * Unmount @mnt if something is mounted there; a busy mount (a child being
+ * reaped) gets 5 s.  Fails the test on any other error.
+ */
+static inline void umount_if_mounted(const char *mnt)
+{
+	for (int tries = 0; umount(mnt); tries++) {
+		if (errno == EINVAL || errno == ENOENT)
+			return;		/* not mounted */
+		if (errno != EBUSY || tries == 50)
+			fail("umount %s: %s", mnt, strerror(errno));
+		usleep(100000);
+	}
 }
 
 /*

@@ -551,13 +551,7 @@ TEST(statx_and_getflags_report_verity)
 
 static void quota_umount(void)
 {
-	for (int tries = 0; umount(QUOTA_MNT); tries++) {
-		if (errno == EINVAL || errno == ENOENT)
-			return;		/* not mounted */
-		if (errno != EBUSY || tries == 50)
-			fail("umount %s: %s", QUOTA_MNT, strerror(errno));
-		usleep(100000);
-	}
+	umount_if_mounted(QUOTA_MNT);
 }
 
 /* QUOTA_UID's usage (512-byte blocks); sets its hard limit first if @limit >= 0 */
