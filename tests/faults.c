@@ -33,7 +33,7 @@ static const char *const facilities[] = {
 	"failslab", "fail_page_alloc", "fail_make_request" };
 
 static long injected_sweep, injected_random, calls_ok, calls_err;
-static long fs_shutdowns;	/* the filesystem itself went read-only */
+static long fs_shutdowns;	/* the filesystem went read-only or shut down */
 static bool saw_erofs, random_phase;
 static long errs[160];
 static int nth_fd = -1, mif_fd = -1;
@@ -165,18 +165,45 @@ static void clean_errno(int e, const char *op, int n)
 }
 
 /*
- * A filesystem may give up on an allocation failure inside its own
- * transaction and go read-only (btrfs aborts the transaction when
+ * XFS shuts itself down when a write to its log fails: with
+ * fail_make_request on the task, that is the synchronous commit that sets
+ * XFS_DIFLAG2_VERITY, or the one of the post-EOF clean-up after a failed
+ * enable ("log I/O error -5", "shut down due to log error (0x2)").  Every
+ * later call then gives EIO, opening the mount's root included, which
+ * nothing else on a healthy XFS does.
+ */
+static bool xfs_shut_down(void)
+{
+	int fd;
+
+	if (strncmp(env.fs, "xfs", 3))
+		return false;
+	fd = open(env.mnt, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EIO;
+}
+
+/*
+ * A filesystem may give up on a failure inside its own transaction and go
+ * read-only or shut down (btrfs aborts the transaction when
  * btrfs_orphan_add() fails in ->begin_enable_verity(); f2fs may stop
- * checkpointing).  That is the filesystem's policy, not fs-verity's: count
- * it, mount again (back to the last commit) and go on.  EROFS is only
- * accepted when the filesystem really did go read-only.
+ * checkpointing; XFS shuts down on a log write error, above).  That is the
+ * filesystem's policy, not fs-verity's: count it, mount again (back to the
+ * last commit) and go on.  EROFS is only accepted when the filesystem
+ * really did go read-only.
  */
 static void recover_if_ro(const char *op, int n)
 {
 	struct statvfs sv;
 	bool ro = !statvfs(env.mnt, &sv) && (sv.f_flag & ST_RDONLY);
 
+	if (!ro && xfs_shut_down()) {
+		note("%s with failure #%d: %s shut down", op, n, env.mnt);
+		ro = true;
+	}
 	if (saw_erofs && !ro)
 		fail("%s with failure #%d: EROFS, yet %s is not read-only", op,
 		     n, env.mnt);
@@ -625,7 +652,7 @@ TEST_TIMEOUT(injected_failures_give_clean_errors, 3000)
 		if (errs[i])
 			snprintf(e + strlen(e), sizeof(e) - strlen(e), " %s:%ld",
 				 errno_name(i), errs[i]);
-	note("%ld failures injected (%ld by fail-nth sweeps, %ld random: failslab %ld, fail_page_alloc %ld, fail_make_request %ld); calls: %ld ok, %ld failed cleanly:%s; the filesystem went read-only %ld times",
+	note("%ld failures injected (%ld by fail-nth sweeps, %ld random: failslab %ld, fail_page_alloc %ld, fail_make_request %ld); calls: %ld ok, %ld failed cleanly:%s; the filesystem went read-only or shut down %ld times",
 	     injected_sweep + injected_random, injected_sweep, injected_random,
 	     t0[0] - t1[0], t0[1] - t1[1], t0[2] - t1[2], calls_ok, calls_err, e,
 	     fs_shutdowns);
