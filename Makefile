@@ -4,7 +4,8 @@
 #   make check    build, boot twice, one line per test, "N passed, N failed"
 #   make bench    ours vs mainline, alternating boots (build/bench/)
 #   make soak     long robustness runs: soak, hostile metadata, faults, power cuts
-#   make series   export + verify the patch series (build/series/)
+#   make series   export + verify the patch series (build/series/);
+#                 BISECT=1 also builds, sparse/W=1-checks and boots every patch
 #   make kernel   just build build/$(KERNEL)[-debug]/bzImage
 #   make xfsprogs Debian's xfsprogs + userspace/xfsprogs/*.patch (build/xfsprogs/)
 KERNEL ?= ours
@@ -36,6 +37,7 @@ check: xfsprogs
 
 series: deps
 	scripts/series.sh
+	[ "$(BISECT)" != 1 ] || scripts/bisect.sh
 
 bench: xfsprogs
 	bench/run.sh

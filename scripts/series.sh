@@ -88,6 +88,11 @@ maintained() { # $1 = patch: 0 if pristine's MAINTAINERS covers its new and dele
 	done
 }
 
+# the per-patch counts also go to build/logs/series-checkpatch.txt, for
+# scripts/bisect.sh's report
+mkdir -p "$top/build/logs"
+cplog=$top/build/logs/series-checkpatch.txt
+: >"$cplog"
 errors=0 warnings=0 checks=0
 for p in "${patches[@]}"; do
 	ignore=UNKNOWN_COMMIT_ID
@@ -97,7 +102,8 @@ for p in "${patches[@]}"; do
 	e=$(printf '%s\n' "$res" | grep -c ': ERROR:' || true)
 	w=$(printf '%s\n' "$res" | grep -c ': WARNING:' || true)
 	c=$(printf '%s\n' "$res" | grep -c ': CHECK:' || true)
-	echo "checkpatch: $(basename "$p"): $e errors, $w warnings, $c checks"
+	echo "checkpatch: $(basename "$p"): $e errors, $w warnings, $c checks" |
+		tee -a "$cplog"
 	[ -z "$res" ] || printf '%s\n' "$res" | sed 's/^/    /' | head -n 40
 	errors=$((errors + e)) warnings=$((warnings + w)) checks=$((checks + c))
 done
