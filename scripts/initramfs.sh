@@ -3,7 +3,7 @@
 #   -> build/initramfs[-suffix].cpio.gz
 # busybox-static, the Debian fs/verity tools with their shared libraries, our
 # xfsprogs with XFS fs-verity (scripts/xfsprogs.sh: mkfs.xfs, xfs_repair,
-# xfs_db, xfs_io from build/xfsprogs, into /usr/sbin), our
+# xfs_db, xfs_io, xfs_spaceman from build/xfsprogs, into /usr/sbin), our
 # static test programs (/tests/bin/<area>, one per tests/*.c) and the guest
 # runner (tests/guest/init).  EXTRA_TESTS=dir adds that dir's *.c as tests.
 # Rebuilt only when an input changed.
@@ -21,7 +21,8 @@ TOOLS="mkfs.ext4 e2fsck debugfs tune2fs dumpe2fs filefrag chattr lsattr
 mkfs.f2fs fsck.f2fs dump.f2fs mkfs.btrfs btrfs btrfs-map-logical
 fsverity keyctl openssl"
 # ours, built from Debian's source with userspace/xfsprogs/*.patch
-XFS_TOOLS="sbin/mkfs.xfs sbin/xfs_repair usr/sbin/xfs_db usr/sbin/xfs_io"
+XFS_TOOLS="sbin/mkfs.xfs sbin/xfs_repair usr/sbin/xfs_db usr/sbin/xfs_io
+usr/sbin/xfs_spaceman"
 "$top/scripts/xfsprogs.sh"
 CFLAGS="-static -O2 -Wall -Wextra -Werror"
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Build xfsprogs from Debian's own source package with our fs-verity patches
 # (userspace/xfsprogs/*.patch): scripts/xfsprogs.sh
-#   -> build/xfsprogs/sbin/{mkfs.xfs,xfs_repair}, build/xfsprogs/usr/sbin/{xfs_db,xfs_io}
-# Only those four tools and the libraries they link are built; nothing goes to
+#   -> build/xfsprogs/sbin/{mkfs.xfs,xfs_repair},
+#      build/xfsprogs/usr/sbin/{xfs_db,xfs_io,xfs_spaceman}
+# Only those tools and the libraries they link are built; nothing goes to
 # /usr and the host's own xfsprogs, if any, is left alone.  The source is
 # fetched once (apt-get source, from a deb-src twin of the archive apt already
 # uses) and the build is redone only when the source version, a patch or this
@@ -14,7 +15,8 @@ dl=$top/build/xfsprogs-src
 out=$top/build/xfsprogs
 log=$top/build/logs/xfsprogs-build.log
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
-TOOLS="sbin/mkfs.xfs sbin/xfs_repair usr/sbin/xfs_db usr/sbin/xfs_io"
+TOOLS="sbin/mkfs.xfs sbin/xfs_repair usr/sbin/xfs_db usr/sbin/xfs_io
+usr/sbin/xfs_spaceman"
 
 # one build at a time (make check may start one while you run another)
 mkdir -p "$top/build"
@@ -68,8 +70,8 @@ unset DEBUG KERNEL NOSIG TESTS FS
 if ! { ./configure --enable-gettext=no --enable-scrub=no --enable-editline=no \
 		--enable-lto=no &&
 	make -j"$(nproc)" headers &&
-	make -j"$(nproc)" mkfs repair db io &&
-	for d in mkfs repair db io; do DIST_ROOT=$new make -C "$d" install; done
+	make -j"$(nproc)" mkfs repair db io spaceman &&
+	for d in mkfs repair db io spaceman; do DIST_ROOT=$new make -C "$d" install; done
 	} >>"$log" 2>&1; then
 	tail -n 30 "$log" >&2
 	echo "xfsprogs: build failed, see $log" >&2

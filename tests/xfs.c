@@ -13,10 +13,12 @@
  *    damaged block, holes as verified zeroes; statx offers no direct I/O
  *    alignment for a verity file;
  *  - FIDEDUPERANGE needs no write access: into a verity file it is EPERM;
- *  - statx and FS_IOC_GETFLAGS report the verity attribute;
+ *  - statx and FS_IOC_GETFLAGS report the verity attribute; xfs_info
+ *    reports the feature from the kernel's XFS_IOC_FSGEOMETRY;
  *  - quota charges the tree's blocks to the file's owner: past a hard
  *    limit the enable fails with EDQUOT and changes nothing (on a spare
- *    XFS on /dev/vde, mounted with user quota).
+ *    XFS on /dev/vde, mounted with user quota); on a full filesystem it
+ *    fails with ENOSPC and changes nothing either.
  *
  * The area runs on the XFS filesystems only (tests/expected-skips).
  */
@@ -28,6 +30,7 @@
 #include <linux/fsverity.h>
 #include <sys/mount.h>
 #include <sys/quota.h>
+#include <sys/statvfs.h>
 
 #define REGION ((uint64_t)1 << 53)	/* XFS_FSVERITY_REGION_START */
 
@@ -542,16 +545,47 @@ TEST(statx_and_getflags_report_verity)
 	unlink(p);
 }
 
-/* ---- quota, on a spare XFS with user quota (mkfs'd per test) ---- */
+/*
+ * xfs_info of a mounted XFS asks the kernel (XFS_IOC_FSGEOMETRY, through
+ * xfs_spaceman), so "verity=1" comes from XFS_FSOP_GEOM_FLAGS_VERITY.
+ */
+TEST(xfs_info_of_the_mounted_filesystem_reports_verity)
+{
+	char out[4096];
 
-#define QUOTA_DEV	"/dev/vde"
-#define QUOTA_MNT	"/mnt/xfs-quota"
+	need_xfs();
+	/* what xfs_info runs for a mount point (it finds one with findmnt) */
+	if (run_cmd(out, sizeof(out), "xfs_spaceman -p xfs_info -c info %s",
+		    env.mnt))
+		fail("xfs_info %s: %s", env.mnt, out);
+	if (!strstr(out, "verity=1"))
+		fail("xfs_info %s does not report verity=1:\n%s", env.mnt, out);
+}
+
+/* ---- quota and a full filesystem, on a spare XFS (mkfs'd per test) ---- */
+
+#define SPARE_DEV	"/dev/vde"
+#define SPARE_MNT	"/mnt/xfs-spare"
 #define QUOTA_UID	4242
 #define QUOTA_DATA	(4 << 20)
+#define SPARE_DATA	(8 << 20)	/* a tree of 17+ blocks */
 
-static void quota_umount(void)
+static void spare_umount(void)
 {
-	umount_if_mounted(QUOTA_MNT);
+	umount_if_mounted(SPARE_MNT);
+}
+
+static void spare_mkfs_and_mount(const char *opts)
+{
+	char out[4096];
+
+	if (run_cmd(out, sizeof(out),
+		    "mkfs.xfs -f -q -b size=%u -i verity=1 " SPARE_DEV,
+		    fs_block_size()))
+		fail("mkfs.xfs: %s", out);
+	mkdir(SPARE_MNT, 0755);
+	if (mount(SPARE_DEV, SPARE_MNT, "xfs", 0, opts))
+		fail("mount -o %s " SPARE_DEV ": %s", opts, strerror(errno));
 }
 
 /* QUOTA_UID's usage (512-byte blocks); sets its hard limit first if @limit >= 0 */
@@ -565,11 +599,11 @@ static uint64_t quota_usage(int64_t limit)
 		q.d_id = QUOTA_UID;
 		q.d_fieldmask = FS_DQ_BHARD;
 		q.d_blk_hardlimit = limit;
-		if (quotactl(QCMD(Q_XSETQLIM, USRQUOTA), QUOTA_DEV, QUOTA_UID,
+		if (quotactl(QCMD(Q_XSETQLIM, USRQUOTA), SPARE_DEV, QUOTA_UID,
 			     (caddr_t)&q))
 			fail("Q_XSETQLIM: %s", strerror(errno));
 	}
-	if (quotactl(QCMD(Q_XGETQUOTA, USRQUOTA), QUOTA_DEV, QUOTA_UID,
+	if (quotactl(QCMD(Q_XGETQUOTA, USRQUOTA), SPARE_DEV, QUOTA_UID,
 		     (caddr_t)&q))
 		fail("Q_XGETQUOTA: %s", strerror(errno));
 	return q.d_bcount;
@@ -585,20 +619,14 @@ static uint64_t st_blocks(const char *path)
 
 static void quota_body(void)
 {
-	const char *p = QUOTA_MNT "/owned";
+	const char *p = SPARE_MNT "/owned";
 	char out[4096], before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
 	unsigned char *data = malloc(QUOTA_DATA);
 	uint64_t data_blocks, used;
 	int alg, fd, err;
 
 	CHECK(data != NULL);
-	if (run_cmd(out, sizeof(out),
-		    "mkfs.xfs -f -q -b size=%u -i verity=1 " QUOTA_DEV,
-		    fs_block_size()))
-		fail("mkfs.xfs: %s", out);
-	mkdir(QUOTA_MNT, 0755);
-	if (mount(QUOTA_DEV, QUOTA_MNT, "xfs", 0, "uquota"))
-		fail("mount -o uquota " QUOTA_DEV ": %s", strerror(errno));
+	spare_mkfs_and_mount("uquota");
 	fill_random(data, QUOTA_DATA, 0x9a07a);
 	write_file(p, data, QUOTA_DATA);
 	fd = open(p, O_RDONLY);
@@ -638,25 +666,129 @@ static void quota_body(void)
 		fail("after enabling: %llu blocks charged, the file has %llu",
 		     (unsigned long long)used, (unsigned long long)st_blocks(p));
 	/* the charge survives a remount (quotacheck-free: it is on disk) */
-	quota_umount();
-	if (mount(QUOTA_DEV, QUOTA_MNT, "xfs", 0, "uquota"))
-		fail("mount -o uquota " QUOTA_DEV ": %s", strerror(errno));
+	spare_umount();
+	if (mount(SPARE_DEV, SPARE_MNT, "xfs", 0, "uquota"))
+		fail("mount -o uquota " SPARE_DEV ": %s", strerror(errno));
 	CHECK(quota_usage(-1) == used);
 	kernel_digest_hex(p, after, &alg);
 	CHECK(!strcmp(before, after));
 	check_contents(p, data, QUOTA_DATA);
 	free(data);
-	quota_umount();
-	if (run_cmd(out, sizeof(out), "xfs_repair -n " QUOTA_DEV))
-		fail("xfs_repair -n " QUOTA_DEV ": %s", out);
+	spare_umount();
+	if (run_cmd(out, sizeof(out), "xfs_repair -n " SPARE_DEV))
+		fail("xfs_repair -n " SPARE_DEV ": %s", out);
+}
+
+/*
+ * fallocate files until not even one more block fits, then write blocks
+ * one by one: an fallocate reserves room for extent tree splits as well,
+ * a buffered write of one block hardly anything
+ */
+static void fill_up(void)
+{
+	char path[64], block[4096] = { 0 };
+	int fd, blocks_fd, i = 0;
+	off_t off;
+
+	/* created first: on a full XFS, there is no room for an inode */
+	blocks_fd = open(SPARE_MNT "/filler-blocks", O_WRONLY | O_CREAT | O_TRUNC,
+			 0600);
+	CHECK_OK(blocks_fd);
+
+	for (off_t chunk = 64 << 20; chunk >= fs_block_size(); chunk /= 2) {
+		for (;;) {
+			snprintf(path, sizeof(path), SPARE_MNT "/filler-%d", i++);
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			if (fd < 0) {
+				if (errno != ENOSPC)
+					fail("create %s: %s", path, strerror(errno));
+				break;
+			}
+			if (fallocate(fd, 0, 0, chunk)) {
+				if (errno != ENOSPC)
+					fail("fallocate %s: %s", path, strerror(errno));
+				close(fd);
+				unlink(path);
+				break;
+			}
+			close(fd);
+		}
+	}
+	fd = blocks_fd;
+	for (off = 0; ; off += fs_block_size()) {
+		if (pwrite(fd, block, fs_block_size(), off) < 0) {
+			if (errno != ENOSPC)
+				fail("write filler: %s", strerror(errno));
+			break;
+		}
+		/* on disk now: delayed allocation reserves more than it uses */
+		if (fsync(fd) && errno != ENOSPC)
+			fail("fsync filler: %s", strerror(errno));
+	}
+	close(fd);
+	sync();
+}
+
+static void enospc_body(void)
+{
+	const char *p = SPARE_MNT "/data";
+	char out[4096], k[2 * MAX_DIGEST + 1];
+	unsigned char *data = malloc(SPARE_DATA);
+	struct statvfs before, after;
+	int alg, fd, err;
+
+	CHECK(data != NULL);
+	spare_mkfs_and_mount("");
+	fill_random(data, SPARE_DATA, 0xe5bc);
+	write_file(p, data, SPARE_DATA);
+	fill_up();
+	CHECK_OK(statvfs(SPARE_MNT, &before));
+
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	err = enable_verity(fd, FS_VERITY_HASH_ALG_SHA256, ilog2_u32(merkle_bs()),
+			    NULL, 0, NULL, 0);
+	if (err != ENOSPC)
+		fail("enable on a full filesystem: %s, expected ENOSPC",
+		     err ? strerror(err) : "success");
+	CHECK(!fd_has_verity_flag(fd));
+	close(fd);
+	/* what the enable had allocated is free again, the data is intact */
+	sync();
+	CHECK_OK(statvfs(SPARE_MNT, &after));
+	if (after.f_bfree < before.f_bfree)
+		fail("%llu blocks free after the refused enable, %llu before",
+		     (unsigned long long)after.f_bfree,
+		     (unsigned long long)before.f_bfree);
+	check_contents(p, data, SPARE_DATA);
+
+	/* with room again, the same file takes verity */
+	if (run_cmd(out, sizeof(out), "rm -f " SPARE_MNT "/filler-*"))
+		fail("rm: %s", out);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	kernel_digest_hex(p, k, &alg);
+	spare_umount();
+	if (run_cmd(out, sizeof(out), "xfs_repair -n " SPARE_DEV))
+		fail("xfs_repair -n " SPARE_DEV ": %s", out);
+	free(data);
+}
+
+/* On a full filesystem enable is ENOSPC and leaves the file and the free space as they were */
+TEST_TIMEOUT(enable_on_a_full_filesystem_is_enospc_and_changes_nothing, 300)
+{
+	need_xfs();
+	if (access(SPARE_DEV, F_OK))
+		fail("no spare disk " SPARE_DEV);
+	spare_umount();		/* left by a test that timed out */
+	with_cleanup(enospc_body, spare_umount, 240);
 }
 
 /* Quota charges the tree's blocks; past a hard limit enable is EDQUOT */
 TEST_TIMEOUT(quota_charges_the_tree_and_a_full_quota_refuses_the_enable, 300)
 {
 	need_xfs();
-	if (access(QUOTA_DEV, F_OK))
-		fail("no spare disk " QUOTA_DEV);
-	quota_umount();		/* left by a test that timed out */
-	with_cleanup(quota_body, quota_umount, 240);
+	if (access(SPARE_DEV, F_OK))
+		fail("no spare disk " SPARE_DEV);
+	spare_umount();		/* left by a test that timed out */
+	with_cleanup(quota_body, spare_umount, 240);
 }
