@@ -2,7 +2,8 @@
 # make bench: ours against mainline 6.12 in the same QEMU, alternating boots
 # (upstream, ours, upstream, ours, ...), ROUNDS rounds (default 3);
 # FS="ext4 btrfs" limits it to those filesystems; KERNELS="upstream ours x"
-# also boots build/x/bzImage (a copy of another build, for an A/B test).
+# also boots build/x/bzImage (a copy of another build, for an A/B test, or
+# build/step-NNNN, the kernel of patch NNNN kept by scripts/bisect.sh).
 # Writes build/bench/results.csv (round,kernel,fs,workload,value,unit),
 # build/bench/summary.txt (the table printed here) and build/bench/ratios.png.
 set -eu

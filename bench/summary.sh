@@ -73,6 +73,37 @@ echo "$stats" | awk -F, '
 		print "*_cpu_busy: share of all vCPUs busy during that workload (100 = CPU bound)."
 	}'
 
+# KERNELS="a b c" (an A/B test, or the steps of the series kept by
+# scripts/bisect.sh): the medians side by side, each column's kernel
+# against the column before it
+if [ -n "${KERNELS:-}" ] && [ "$KERNELS" != "upstream ours" ]; then
+	echo ""
+	echo "$stats" | awk -F, -v kernels="$KERNELS" '
+		{
+			med[$1, $2, $3] = $4; unit[$1, $2] = $7
+			if (!(($1, $2) in seen)) { seen[$1, $2] = 1; order[++n] = $1 SUBSEP $2 }
+		}
+		END {
+			nk = split(kernels, k, " ")
+			printf "%-7s %-24s %-8s", "fs", "workload", "unit"
+			for (j = 1; j <= nk; j++) printf " %16s", k[j]
+			printf "\n"
+			for (i = 1; i <= n; i++) {
+				split(order[i], f, SUBSEP)
+				printf "%-7s %-24s %-8s", f[1], f[2], unit[f[1], f[2]]
+				for (j = 1; j <= nk; j++) {
+					v = med[f[1], f[2], k[j]]
+					p = (j > 1) ? med[f[1], f[2], k[j - 1]] : 0
+					if (v == "") printf " %16s", "-"
+					else if (p > 0) printf " %9.1f (%4.2f)", v, v / p
+					else printf " %9.1f       ", v
+				}
+				printf "\n"
+			}
+			print "(medians; in brackets: against the kernel of the column before)"
+		}'
+fi
+
 # chart: ours/mainline per workload and filesystem (1.0 = parity)
 command -v gnuplot >/dev/null || exit 0
 echo "$stats" | awk -F, '
@@ -80,6 +111,7 @@ echo "$stats" | awk -F, '
 	END { for (i = 1; i <= n; i++) if (med[o[i], "upstream"] > 0)
 		printf "%s %.3f\n", o[i], med[o[i], "ours"] / med[o[i], "upstream"] }' \
 	>"$dir/ratios.dat"
+[ -s "$dir/ratios.dat" ] || exit 0	# no mainline and ours in this run
 gnuplot <<GP
 set terminal png size 1200,600
 set output "$dir/ratios.png"
