@@ -83,6 +83,15 @@ was set on), measure.c (FS_IOC_MEASURE_VERITY, fsverity_get_digest()
 and the BPF kfunc), read_metadata.c, hash.c, signature.c (built-in
 signatures) and init.c (start-up, the sysctl, rate-limited messages).
 
+Against mainline (make bench KERNELS=\"upstream step-0002\", the kernel
+of the documentation patch, which is this one's code; ext4, 256
+MiB, SHA-256, 4K blocks, 2 vCPUs under QEMU TCG, medians of 3 boots):
+enable 38.8 warm and 46.1 cold MiB/s against 41.4 and 45.0, sequential
+verified reads 41.9 MiB/s against 44.0, both within the run's noise;
+random 4 KiB reads at 39.9 % of plain reads' rate against 48.5 %, at
+the noise's edge (the carried leaf, later in the series, brings them to
+51.9 %).
+
 Cc: Eric Biggers <ebiggers@kernel.org>
 Cc: \"Theodore Y. Ts'o\" <tytso@mit.edu>
 Cc: fsverity@lists.linux.dev"
