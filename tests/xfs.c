@@ -588,6 +588,41 @@ static void spare_mkfs_and_mount(const char *opts)
 		fail("mount -o %s " SPARE_DEV ": %s", opts, strerror(errno));
 }
 
+/* the spare filesystem is unmounted and passes xfs_repair -n */
+static void spare_umount_and_repair(void)
+{
+	char out[4096];
+
+	spare_umount();
+	if (run_cmd(out, sizeof(out), "xfs_repair -n " SPARE_DEV))
+		fail("xfs_repair -n " SPARE_DEV ": %s", out);
+}
+
+/* body() on a spare XFS, unmounted whatever happens (on xfs and xfs-1k) */
+static void on_spare_xfs(void (*body)(void))
+{
+	need_xfs();
+	if (access(SPARE_DEV, F_OK))
+		fail("no spare disk " SPARE_DEV);
+	spare_umount();		/* left by a test that timed out */
+	with_cleanup(body, spare_umount, 240);
+}
+
+/* FS_IOC_ENABLE_VERITY on @path fails with @want (@why: the cause) and the file stays plain */
+static void enable_is_refused(const char *path, int want, const char *why)
+{
+	int fd = open(path, O_RDONLY), err;
+
+	CHECK_OK(fd);
+	err = enable_verity(fd, FS_VERITY_HASH_ALG_SHA256, ilog2_u32(merkle_bs()),
+			    NULL, 0, NULL, 0);
+	if (err != want)
+		fail("enable %s: %s, expected %s", why,
+		     err ? strerror(err) : "success", errno_name(want));
+	CHECK(!fd_has_verity_flag(fd));
+	close(fd);
+}
+
 /* QUOTA_UID's usage (512-byte blocks); sets its hard limit first if @limit >= 0 */
 static uint64_t quota_usage(int64_t limit)
 {
@@ -620,10 +655,10 @@ static uint64_t st_blocks(const char *path)
 static void quota_body(void)
 {
 	const char *p = SPARE_MNT "/owned";
-	char out[4096], before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
+	char before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
 	unsigned char *data = malloc(QUOTA_DATA);
 	uint64_t data_blocks, used;
-	int alg, fd, err;
+	int alg, fd;
 
 	CHECK(data != NULL);
 	spare_mkfs_and_mount("uquota");
@@ -639,15 +674,7 @@ static void quota_body(void)
 	/* room for the data and one 4 KiB block: not for the tree */
 	used = quota_usage(data_blocks + 8);
 	CHECK(used >= data_blocks);
-	fd = open(p, O_RDONLY);
-	CHECK_OK(fd);
-	err = enable_verity(fd, FS_VERITY_HASH_ALG_SHA256, ilog2_u32(merkle_bs()),
-			     NULL, 0, NULL, 0);
-	if (err != EDQUOT)
-		fail("enable past the owner's hard limit: %s, expected EDQUOT",
-		     err ? strerror(err) : "success");
-	CHECK(!fd_has_verity_flag(fd));
-	close(fd);
+	enable_is_refused(p, EDQUOT, "past the owner's hard limit");
 	used = quota_usage(-1);
 	if (used != st_blocks(p) || used > data_blocks + 8)
 		fail("after the refused enable: %llu blocks charged, the file has %llu",
@@ -674,9 +701,7 @@ static void quota_body(void)
 	CHECK(!strcmp(before, after));
 	check_contents(p, data, QUOTA_DATA);
 	free(data);
-	spare_umount();
-	if (run_cmd(out, sizeof(out), "xfs_repair -n " SPARE_DEV))
-		fail("xfs_repair -n " SPARE_DEV ": %s", out);
+	spare_umount_and_repair();
 }
 
 /*
@@ -735,7 +760,7 @@ static void enospc_body(void)
 	char out[4096], k[2 * MAX_DIGEST + 1];
 	unsigned char *data = malloc(SPARE_DATA);
 	struct statvfs before, after;
-	int alg, fd, err;
+	int alg;
 
 	CHECK(data != NULL);
 	spare_mkfs_and_mount("");
@@ -743,16 +768,7 @@ static void enospc_body(void)
 	write_file(p, data, SPARE_DATA);
 	fill_up();
 	CHECK_OK(statvfs(SPARE_MNT, &before));
-
-	fd = open(p, O_RDONLY);
-	CHECK_OK(fd);
-	err = enable_verity(fd, FS_VERITY_HASH_ALG_SHA256, ilog2_u32(merkle_bs()),
-			    NULL, 0, NULL, 0);
-	if (err != ENOSPC)
-		fail("enable on a full filesystem: %s, expected ENOSPC",
-		     err ? strerror(err) : "success");
-	CHECK(!fd_has_verity_flag(fd));
-	close(fd);
+	enable_is_refused(p, ENOSPC, "on a full filesystem");
 	/* what the enable had allocated is free again, the data is intact */
 	sync();
 	CHECK_OK(statvfs(SPARE_MNT, &after));
@@ -767,28 +783,18 @@ static void enospc_body(void)
 		fail("rm: %s", out);
 	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
 	kernel_digest_hex(p, k, &alg);
-	spare_umount();
-	if (run_cmd(out, sizeof(out), "xfs_repair -n " SPARE_DEV))
-		fail("xfs_repair -n " SPARE_DEV ": %s", out);
+	spare_umount_and_repair();
 	free(data);
 }
 
 /* On a full filesystem enable is ENOSPC and leaves the file and the free space as they were */
 TEST_TIMEOUT(enable_on_a_full_filesystem_is_enospc_and_changes_nothing, 300)
 {
-	need_xfs();
-	if (access(SPARE_DEV, F_OK))
-		fail("no spare disk " SPARE_DEV);
-	spare_umount();		/* left by a test that timed out */
-	with_cleanup(enospc_body, spare_umount, 240);
+	on_spare_xfs(enospc_body);
 }
 
 /* Quota charges the tree's blocks; past a hard limit enable is EDQUOT */
 TEST_TIMEOUT(quota_charges_the_tree_and_a_full_quota_refuses_the_enable, 300)
 {
-	need_xfs();
-	if (access(SPARE_DEV, F_OK))
-		fail("no spare disk " SPARE_DEV);
-	spare_umount();		/* left by a test that timed out */
-	with_cleanup(quota_body, spare_umount, 240);
+	on_spare_xfs(quota_body);
 }
