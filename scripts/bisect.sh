@@ -35,7 +35,7 @@ initrd=$top/build/initramfs.cpio.gz
 exec 9>"$top/build/.lock"
 flock 9
 mkdir -p "$obj" "$logs"
-cp "$top/build/obj/ours/.config" "$obj/.config"
+cp "$top/build/obj/ours/.config" "$top/build/obj/ours/ipe-test-cert.pem" "$obj/"
 if [ -x /usr/lib/ccache/gcc ] && [ "${CCACHE_DISABLE:-0}" != 1 ]; then
 	export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
 fi

@@ -39,6 +39,12 @@ if [ -x /usr/lib/ccache/gcc ] && [ "${CCACHE_DISABLE:-0}" != 1 ]; then
 fi
 mk() { make -C "$src" O="$obj" ARCH=x86_64 "$@"; }
 
+# files the config names relative to the object directory (see base.config:
+# CONFIG_SYSTEM_TRUSTED_KEYS); cmp first, so an unchanged one keeps its mtime
+for f in ipe-test-cert.pem; do
+	cmp -s "$top/kernel/config/$f" "$obj/$f" || cp "$top/kernel/config/$f" "$obj/$f"
+done
+
 # (re)generate .config only when the fragments changed: keeps builds incremental
 # shellcheck disable=SC2086
 want=$(cat $frags | sha256sum | cut -d' ' -f1)

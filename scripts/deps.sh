@@ -5,7 +5,7 @@
 # minus what only the Debian packaging, xfs_scrub, gettext and editline use).
 set -eu
 PKGS="linux-source-6.12 qemu-system-x86 busybox-static e2fsprogs f2fs-tools
-btrfs-progs fsverity keyutils openssl bc flex bison libelf-dev libssl-dev
+btrfs-progs fsverity keyutils openssl dmsetup bc flex bison libelf-dev libssl-dev
 cpio sparse gnuplot-nox gcc ccache make libc6-dev xz-utils git coreutils util-linux
 gzip perl python3 python3-ply python3-git
 dpkg-dev patch uuid-dev libblkid-dev libinih-dev liburcu-dev"
