@@ -1,7 +1,10 @@
 # Front door.  KERNEL=ours|upstream (default ours), DEBUG=1 for sanitizers,
 # NOSIG=1 for a kernel without built-in signatures.
 #   make run      boot ours with four verity filesystems (demo if no terminal)
-#   make check    build, boot twice, one line per test, "N passed, N failed"
+#   make check    the gate: ours built once, booted twice, the lint, a
+#                 short power cut run; one line per test, "N passed, N failed"
+#   make check-all  the gate, then the kernel without signatures, the
+#                 sanitized one, compat against mainline, the power cuts
 #   make bench    ours vs mainline, alternating boots (build/bench/)
 #   make soak     long robustness runs: soak, hostile metadata, faults, power cuts
 #   make series   export + verify the patch series (build/series/);
@@ -12,7 +15,7 @@ KERNEL ?= ours
 DEBUG ?= 0
 export KERNEL DEBUG NOSIG TESTS FS
 
-.PHONY: all run check series kernel initramfs xfsprogs bench soak deps clean
+.PHONY: all run check check-all series kernel initramfs xfsprogs bench soak deps clean
 
 all: check
 
@@ -34,6 +37,9 @@ run: xfsprogs
 
 check: xfsprogs
 	scripts/check.sh
+
+check-all: xfsprogs
+	scripts/check-all.sh
 
 series: deps
 	scripts/series.sh

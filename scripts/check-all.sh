@@ -1,0 +1,61 @@
+#!/bin/bash
+# make check-all: the gate and everything that needs another kernel or a
+# long run (before resolving an issue that changes kernel code):
+#   gate      scripts/check.sh without its short power cuts, with the soak
+#             (30 s) and hostile metadata (13 rounds) at the guest's
+#             defaults: ours, both boots, the lint
+#   nosig     ours without built-in signatures (NOSIG=1): the signature and
+#             error tests (lines nosig/...; NOSIG_CHECK=0 skips it)
+#   debug     ours sanitized (DEBUG=1: KASAN, UBSAN, lockdep, kmemleak, fault
+#             injection): DEBUG_TESTS on all filesystems but xfs-1k (lines
+#             debug/...; DEBUG_CHECK=0 skips it)
+#   compat    the pristine kernel against ours and fsverity-utils
+#             (scripts/compat.sh; COMPAT=0 skips it)
+#   powercut  CUTS (4) power cuts per filesystem during an enable
+#             (scripts/powercut.sh; POWERCUT=0 skips it)
+# Each stage's time, the total (also in build/logs/check-all.time), and one
+# "N passed, N failed" over all of it, last.
+set -eu
+
+main() {
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/check-lib.sh
+. "$top/scripts/check-lib.sh"
+run_start=$(date +%s)
+name=ours
+mkdir -p "$top/build/logs"
+results=$top/build/logs/check-all.results
+: >"$results"
+unset KERNEL DEBUG NOSIG TESTS FS
+
+stage gate -- env POWERCUT=0 CHECK_SOAK_SECONDS=30 CHECK_HOSTILE_ROUNDS=13 \
+	"$top/scripts/check.sh"
+
+# without built-in signatures: a signature given to enable is refused,
+# everything else still works
+[ "${NOSIG_CHECK:-1}" = 0 ] ||
+	stage nosig nosig -- env NOSIG=1 TESTS="signature errors" \
+		"$top/scripts/check-kernel.sh"
+
+# on the sanitized kernel, on the filesystems but xfs-1k (ext4-1k covers
+# blocks smaller than a page); the whole suite there is make check DEBUG=1
+[ "${DEBUG_CHECK:-1}" = 0 ] ||
+	stage debug debug -- env DEBUG=1 \
+		TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults stats}" \
+		FS="ext4 ext4-1k f2fs btrfs xfs" "$top/scripts/check-kernel.sh"
+
+# the differential compatibility suite: three boots of its own
+[ "${COMPAT:-1}" = 0 ] ||
+	stage compat -- gated "$top/scripts/compat.sh"
+
+[ "${POWERCUT:-1}" = 0 ] ||
+	stage powercut -- gated env CUTS="${CUTS:-4}" "$top/scripts/powercut.sh"
+
+times_table check-all
+summary
+}
+
+# one line: bash has read it whole before main runs, so an edit of this
+# file during a run cannot make it run a stale offset's text afterwards
+main "$@"; exit
