@@ -67,6 +67,11 @@ cd "$src"
 # our Makefile exports DEBUG=0 (and KERNEL, TESTS, ...); xfsprogs's own
 # build rules read DEBUG as compiler flags ("ld: cannot find 0")
 unset DEBUG KERNEL NOSIG TESTS FS
+# through ccache, as the kernel (scripts/build.sh): a clean clone on a
+# machine that built this before compiles nothing again
+if [ -x /usr/lib/ccache/gcc ] && [ "${CCACHE_DISABLE:-0}" != 1 ]; then
+	export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
+fi
 if ! { ./configure --enable-gettext=no --enable-scrub=no --enable-editline=no \
 		--enable-lto=no &&
 	make -j"$(nproc)" headers &&
