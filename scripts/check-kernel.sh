@@ -50,7 +50,7 @@ if ! "$top/scripts/initramfs.sh" $ifs_suffix; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-echo "check: $name: initramfs ready in $(($(date +%s) - start)) s"
+echo "check: $name: xfsprogs and initramfs ready in $(($(date +%s) - start)) s"
 initrd=$top/build/initramfs${ifs_suffix:+-$ifs_suffix}.cpio.gz
 
 disks=$top/build/disks/check-$name

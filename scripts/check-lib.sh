@@ -39,9 +39,9 @@ gate() {
 
 # stage NAME [TAG] -- CMD...: run CMD, a part of the run that says its own
 # verdicts.  Its verdict lines (with "TAG/" put before the test's name when
-# a TAG is given) and its "check:" progress lines are shown as they come
-# and the verdicts appended to $results; all its output goes to
-# build/logs/stage-NAME.log.  A stage that ends without a verdict, or that
+# a TAG is given) and its progress lines ("build: ...", "check: ...") are
+# shown as they come and the verdicts appended to $results; all its output
+# goes to build/logs/stage-NAME.log.  A stage that ends without a verdict, or that
 # fails without naming a failure, is a FAIL of its own.  Its time goes to
 # the table that times_table prints.
 STAGE_TIMES=()
@@ -73,12 +73,12 @@ follow() {
 	local pid=$1 log=$2 tag=$3
 
 	tail -n +1 -F --pid="$pid" "$log" 2>/dev/null |
-		grep --line-buffered -E '^(PASS|FAIL|XFAIL|SKIP|check:) ' |
+		grep --line-buffered -E '^(PASS|FAIL|XFAIL|SKIP) |^[a-z-]+: ' |
 		sed -u "${tag:+s#^\(PASS\|FAIL\|XFAIL\|SKIP\) \([a-z0-9-]*/\)#\1 $tag/\2#}" |
 		while IFS= read -r line; do
 			case $line in
-			check:*) echo "$line" ;;
-			*) echo "$line" | tee -a "$results" ;;
+			PASS*|FAIL*|XFAIL*|SKIP*) echo "$line" | tee -a "$results" ;;
+			*) echo "$line" ;;
 			esac
 		done
 	wait "$pid"

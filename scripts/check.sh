@@ -29,6 +29,11 @@ mkdir -p "$top/build/logs"
 results=$top/build/logs/check-$name.gate.results
 : >"$results"
 
+# the Debian packages (a new machine installs them here: timed with the rest)
+start=$(date +%s)
+"$top/scripts/deps.sh"
+STAGE_TIMES+=("deps $(($(date +%s) - start))")
+
 # the soak and hostile-metadata passes shortened to fit the gate's time;
 # make check-all runs them at the guest's full defaults
 stage "$name" -- env CHECK_SOAK_SECONDS="${CHECK_SOAK_SECONDS:-10}" \
