@@ -103,8 +103,15 @@ times_table() {
 	printf 'check: time %-24s %5d s (%d min)\n' total "$total" $(((total + 30) / 60))
 	commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	[ -z "$(git -C "$top" status --porcelain 2>/dev/null)" ] || commit=$commit+changes
-	for v in TESTS FS DEBUG NOSIG POWERCUT LINT CUTS; do
+	# what the run was asked to do other than the default
+	for v in TESTS FS; do
 		[ -z "${!v:-}" ] || settings="$settings $v=\"${!v}\""
+	done
+	for v in DEBUG NOSIG; do
+		[ "${!v:-0}" = 0 ] || settings="$settings $v=${!v}"
+	done
+	for v in POWERCUT LINT; do
+		[ "${!v:-1}" = 1 ] || settings="$settings $v=${!v}"
 	done
 	echo "$(((total + 30) / 60)) min ($total s) $(date -u +%F) $commit$settings" \
 		>"$top/build/logs/$label.time"
