@@ -50,19 +50,6 @@ static void sh(const char *what, const char *cmd)
 		fail("%s: \"%s\" exited %d: %s", what, cmd, st, out);
 }
 
-static void put(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		fail("open %s: %s", path, strerror(errno));
-	n = write(fd, s, strlen(s));
-	if (n != (ssize_t)strlen(s))
-		fail("write \"%s\" to %s: %s", s, path, strerror(errno));
-	close(fd);
-}
-
 static void only_in_the_ext4_pass(void)
 {
 	if (strcmp(env.fs, "ext4"))
@@ -183,14 +170,14 @@ static void io_max_body(void)
 	if (access(CGROOT "/cgroup.controllers", F_OK) &&
 	    mount("none", CGROOT, "cgroup2", 0, NULL))
 		fail("no cgroup v2: %s", strerror(errno));
-	put(CGROOT "/cgroup.subtree_control", "+io");
+	put_str(CGROOT "/cgroup.subtree_control", "+io");
 	CHECK_OK(stat(SPARE_DEV, &st));
 	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev),
 		 minor(st.st_rdev));
 	rmdir(CG);
 	CHECK_OK(mkdir(CG, 0755));
 	snprintf(buf, sizeof(buf), "%s rbps=%d", devno, RBPS);
-	put(CG "/io.max", buf);
+	put_str(CG "/io.max", buf);
 
 	t = now();
 	pid = CHECK_OK(fork());
@@ -198,7 +185,7 @@ static void io_max_body(void)
 		int fd;
 
 		snprintf(buf, sizeof(buf), "%d", getpid());
-		put(CG "/cgroup.procs", buf);
+		put_str(CG "/cgroup.procs", buf);
 		fd = open(SPARE_DEV, O_RDONLY | O_DIRECT);
 		if (fd < 0 || posix_memalign(&mem, 4096, 1 << 20))
 			_exit(100);

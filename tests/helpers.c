@@ -23,15 +23,6 @@
 #define CG		CGROOT "/fsverity-test"
 #define FILE_SIZE	(64 << 20)	/* two batches with SHA-256, 4K */
 
-static void put_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-
-	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		fail("write \"%s\" to %s: %s", s, path, strerror(errno));
-	close(fd);
-}
-
 /* write(2) @s to @path: 0 or the errno */
 static int put_str_errno(const char *path, const char *s)
 {

@@ -142,6 +142,16 @@ static inline long long verity_counter(const char *name)
 	return v;
 }
 
+/* write(2) @s to @path (a sysfs, procfs or cgroup file); fails the test on error */
+static inline void put_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+
+	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		fail("write \"%s\" to %s: %s", s, path, strerror(errno));
+	close(fd);
+}
+
 /* Raw FS_IOC_ENABLE_VERITY: 0 or errno.  For tests that build odd args. */
 static inline int raw_enable(int fd, const struct fsverity_enable_arg *arg)
 {
