@@ -154,6 +154,12 @@ static bool fsv_verify_block(struct fsv_verifier *v, const void *data,
 		pgoff_t tpage = (block << tree->log_block_size) >> PAGE_SHIFT;
 		struct page *page;
 
+		/*
+		 * No readahead: this may run at a bio's completion, with its
+		 * folios locked, and a filesystem reading ahead takes
+		 * mapping->invalidate_lock, which a page fault waiting for one
+		 * of those folios may hold (see "Reads" in fsverity.rst).
+		 */
 		page = inode->i_sb->s_vop->read_merkle_tree_page(inode, tpage,
 								 0);
 		if (IS_ERR(page)) {
