@@ -3,12 +3,14 @@
  * Where XFS differs: its fs-verity format and the paths of its own that
  * must not get around verification.
  *
- *  - the format: the Merkle tree in the data fork from file offset 2^53,
- *    the descriptor in the filesystem block after the tree, its size as a
- *    big-endian u32 in the last four bytes of the data fork's last block;
- *    checked on the device through FIEMAP against "fsverity digest";
+ *  - the format, that of the upstream posting (v4 to v11): the Merkle tree
+ *    in the data fork from M = round_up(i_size, 64 KiB), the descriptor
+ *    from round_up(M + tree size, 64 KiB), its size as a big-endian u32 in
+ *    the last four bytes of the data fork's last block; checked on the
+ *    device through FIEMAP against "fsverity digest";
  *  - blocks past EOF: left by a crashed enable, they are removed by the
- *    next one (xfs_repair -n clean after); data may not reach 2^53 (EFBIG);
+ *    next one (xfs_repair -n clean after); data may not exceed 2^53 bytes
+ *    (EFBIG);
  *  - O_DIRECT reads fall back to buffered ones: verified data, EIO for a
  *    damaged block, holes as verified zeroes; statx offers no direct I/O
  *    alignment for a verity file;
@@ -32,7 +34,19 @@
 #include <sys/quota.h>
 #include <sys/statvfs.h>
 
-#define REGION ((uint64_t)1 << 53)	/* XFS_FSVERITY_REGION_START */
+#define START_ALIGN	65536			/* XFS_FSVERITY_START_ALIGN */
+#define LARGEST_FILE	((uint64_t)1 << 53)	/* XFS_FSVERITY_LARGEST_FILE */
+
+static uint64_t round_up_to(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* where the Merkle tree of a file of @size bytes starts */
+static uint64_t tree_start(uint64_t size)
+{
+	return round_up_to(size, START_ALIGN);
+}
 
 static void need_xfs(void)
 {
@@ -144,13 +158,15 @@ static uint32_t be32_at(const unsigned char *p)
 }
 
 /*
- * The on-disk format, read back from the device: tree at 2^53 exactly as
- * fsverity-utils builds it, then the descriptor in the next filesystem
- * block, its size (be32) in the last bytes of that block, and nothing
- * mapped after it.  For both hash algorithms and every tree block size
- * the filesystem takes, after a remount (the data on disk, not in cache).
+ * The on-disk format, read back from the device: the tree at
+ * M = round_up(size, 64 KiB) exactly as fsverity-utils builds it, the
+ * descriptor at round_up(M + tree size, 64 KiB), its size (be32) in the
+ * last four bytes of the block holding its end, and nothing mapped after
+ * that block.  For both hash algorithms, every tree block size the
+ * filesystem takes, and sizes on either side of a 64 KiB boundary, after
+ * a remount (the data on disk, not in cache).
  */
-TEST_TIMEOUT(ondisk_tree_at_2_pow_53_then_descriptor_and_be32_size, 300)
+TEST_TIMEOUT(ondisk_tree_at_64k_past_eof_then_descriptor_and_be32_size, 300)
 {
 	const int algs[] = { FS_VERITY_HASH_ALG_SHA256, FS_VERITY_HASH_ALG_SHA512 };
 	const int bss[] = { 1024, 2048, 4096 };
@@ -162,35 +178,41 @@ TEST_TIMEOUT(ondisk_tree_at_2_pow_53_then_descriptor_and_be32_size, 300)
 		for (int b = 0; b < 3; b++) {
 			char *p = test_path("fmt-%d-%d", a, bss[b]);
 			unsigned char desc[256], *tree, *got, blk[4096];
+			/* 64 KiB + 1 on one side of a boundary, 300000 inside */
+			uint64_t size = b == 1 ? 65537 + a : 300000 + 4096 * b + a;
+			uint64_t meta = tree_start(size), desc_off, end = 0;
 			size_t tree_size;
-			uint64_t desc_off, end = 0;
 
 			if (block_size_unsupported(bss[b]))
 				continue;
 			unlink(p);
-			make_file(p, 300000 + 4096 * b + a, 0x5f5 + a * 3 + b);
+			make_file(p, size, 0x5f5 + a * 3 + b);
 			ref_metadata(p, algs[a], bss[b], 16, &tree, &tree_size, desc);
 			must_enable(p, algs[a], bss[b], 16);
 			remount();
 			got = malloc(tree_size);
 			CHECK(got);
-			read_mapped(p, REGION, got, tree_size);
+			read_mapped(p, meta, got, tree_size);
 			if (memcmp(got, tree, tree_size))
-				fail("%s: the %zu bytes mapped at 2^53 are not the Merkle tree",
-				     p, tree_size);
-			desc_off = REGION + ((tree_size + fsbs - 1) / fsbs) * fsbs;
+				fail("%s: the %zu bytes mapped at M = %" PRIu64 " are not the Merkle tree",
+				     p, tree_size, meta);
+			if (extents_from(p, round_up_to(size, fsbs), NULL) !=
+			    extents_from(p, meta, NULL))
+				fail("%s: blocks mapped between EOF and M = %" PRIu64,
+				     p, meta);
+			desc_off = round_up_to(meta + tree_size, START_ALIGN);
 			read_mapped(p, desc_off, blk, fsbs);
 			if (memcmp(blk, desc, 256))
-				fail("%s: no descriptor at 2^53 + %" PRIu64, p,
-				     desc_off - REGION);
+				fail("%s: no descriptor at round_up(M + %zu, 64 KiB) = %" PRIu64,
+				     p, tree_size, desc_off);
 			if (be32_at(blk + fsbs - 4) != 256)
 				fail("%s: descriptor size (be32, end of its block) is %u",
 				     p, be32_at(blk + fsbs - 4));
-			extents_from(p, REGION, &end);
+			extents_from(p, meta, &end);
 			if (end != desc_off + fsbs)
-				fail("%s: the data fork ends at 2^53 + %" PRIu64
-				     ", not after the descriptor's block (2^53 + %" PRIu64 ")",
-				     p, end - REGION, desc_off + fsbs - REGION);
+				fail("%s: the data fork ends at %" PRIu64
+				     ", not after the descriptor's block (%" PRIu64 ")",
+				     p, end, desc_off + fsbs);
 			free(got);
 			free(tree);
 			unlink(p);
@@ -208,26 +230,26 @@ TEST_TIMEOUT(enable_removes_blocks_left_past_eof, 300)
 	char *p = test_path("leftover");
 	char want[2 * MAX_DIGEST + 1], got[2 * MAX_DIGEST + 1], out[8192];
 	int fd, alg, bs = merkle_bs();
-	uint64_t end = 0;
+	uint64_t end = 0, meta = tree_start(200000);
 
 	need_xfs();
 	unlink(p);
 	make_file(p, 200000, 0x1ef7);
 	fd = open(p, O_RDWR);
 	CHECK_OK(fd);
-	CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, REGION, 65536));
-	CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, REGION + (1 << 30), 4096));
+	CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, meta, 65536));
+	CHECK_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, meta + (1 << 30), 4096));
 	CHECK_OK(fsync(fd));
 	close(fd);
-	CHECK(extents_from(p, REGION, NULL) >= 2);
+	CHECK(extents_from(p, meta, NULL) >= 2);
 	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, bs, 0, want);
 	must_enable(p, FS_VERITY_HASH_ALG_SHA256, bs, 0);
 	kernel_digest_hex(p, got, &alg);
 	if (strcmp(got, want))
 		fail("digest %s, fsverity digest says %s", got, want);
-	extents_from(p, REGION, &end);
-	if (end > REGION + (1 << 30))
-		fail("the block fallocated at 2^53 + 1 GiB is still mapped");
+	extents_from(p, meta, &end);
+	if (end > meta + (1 << 30))
+		fail("the block fallocated at M + 1 GiB is still mapped");
 	remount();
 	kernel_digest_hex(p, got, &alg);
 	if (strcmp(got, want))
@@ -271,8 +293,8 @@ TEST_TIMEOUT(killed_enable_leaves_nothing_past_eof, 600)
 	CHECK_OK(fd);
 	CHECK(!fd_has_verity_flag(fd));
 	close(fd);
-	if (extents_from(p, REGION, NULL))
-		fail("a killed enable left blocks past 2^53");
+	if (extents_from(p, tree_start(128 << 20), NULL))
+		fail("a killed enable left blocks past EOF");
 	if (fs_check(out, sizeof(out)))
 		fail("xfs_repair -n after a killed enable: %s", out);
 	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0, want);
@@ -284,8 +306,8 @@ TEST_TIMEOUT(killed_enable_leaves_nothing_past_eof, 600)
 	unlink(p);
 }
 
-/* Data up to 2^53 at most: the metadata starts there.  EFBIG, file as it was. */
-TEST(enable_on_data_reaching_the_metadata_region_is_efbig)
+/* Data of 2^53 bytes at most, as the layout says.  EFBIG, file as it was. */
+TEST(enable_on_data_beyond_2_pow_53_is_efbig)
 {
 	char *p = test_path("huge");
 	struct fsverity_enable_arg arg;
@@ -297,7 +319,7 @@ TEST(enable_on_data_reaching_the_metadata_region_is_efbig)
 	fd = open(p, O_CREAT | O_RDWR, 0644);
 	CHECK_OK(fd);
 	CHECK_OK(pwrite(fd, "x", 1, 0));
-	CHECK_OK(ftruncate(fd, REGION + 1));
+	CHECK_OK(ftruncate(fd, LARGEST_FILE + 1));
 	close(fd);
 	fd = open(p, O_RDONLY);
 	CHECK_OK(fd);
@@ -307,8 +329,8 @@ TEST(enable_on_data_reaching_the_metadata_region_is_efbig)
 	CHECK(!fd_has_verity_flag(fd));
 	close(fd);
 	CHECK_OK(stat(p, &st));
-	CHECK(st.st_size == (off_t)(REGION + 1));
-	CHECK(extents_from(p, REGION, NULL) == 0);
+	CHECK(st.st_size == (off_t)(LARGEST_FILE + 1));
+	CHECK(extents_from(p, fs_block_size(), NULL) == 0);
 	CHECK_OK(truncate(p, 0));	/* still writable */
 	unlink(p);
 }
@@ -797,4 +819,37 @@ TEST_TIMEOUT(enable_on_a_full_filesystem_is_enospc_and_changes_nothing, 300)
 TEST_TIMEOUT(quota_charges_the_tree_and_a_full_quota_refuses_the_enable, 300)
 {
 	on_spare_xfs(quota_body);
+}
+
+/* ---- a file in another layout: refused at open ---- */
+
+#define OLD_IMAGE	"/tests/data/xfs-old-layout.img.xz"
+
+static void old_layout_body(void)
+{
+	char out[4096], path[64];
+
+	if (run_cmd(out, sizeof(out), "xzcat " OLD_IMAGE " >" SPARE_DEV))
+		fail("xzcat " OLD_IMAGE ": %s", out);
+	mkdir(SPARE_MNT, 0755);
+	if (mount(SPARE_DEV, SPARE_MNT, "xfs", MS_RDONLY, NULL))
+		fail("mount " SPARE_DEV ": %s", strerror(errno));
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), SPARE_MNT "/f%d", i);
+		if (!path_has_statx_verity(path))
+			fail("%s: the image's file is not a verity inode", path);
+		CHECK_ERRNO(open(path, O_RDONLY), ERANGE);
+	}
+	spare_umount_and_repair();
+}
+
+/*
+ * Files sealed when this series put the tree at 1 << 53 (the layout of the
+ * posting's v2 and v3; tests/data/README): their descriptor is valid but
+ * not after their tree, so open() fails with ERANGE -- never an open that
+ * succeeds and reads that fail -- and xfs_repair -n finds nothing wrong.
+ */
+TEST_TIMEOUT(files_in_the_old_2_pow_53_layout_fail_to_open_with_erange, 300)
+{
+	on_spare_xfs(old_layout_body);
 }
