@@ -4,7 +4,8 @@
 # busybox-static, the Debian fs/verity tools with their shared libraries, our
 # xfsprogs with XFS fs-verity (scripts/xfsprogs.sh: mkfs.xfs, xfs_repair,
 # xfs_db, xfs_io, xfs_spaceman from build/xfsprogs, into /usr/sbin), our
-# static test programs (/tests/bin/<area>, one per tests/*.c) and the guest
+# static test programs (/tests/bin/<area>, one per tests/*.c), their data
+# (/tests/data, from tests/data) and the guest
 # runner (tests/guest/init).  EXTRA_TESTS=dir adds that dir's *.c as tests.
 # Rebuilt only when an input changed.
 set -eu
@@ -27,7 +28,8 @@ usr/sbin/xfs_spaceman"
 CFLAGS="-static -O2 -Wall -Wextra -Werror"
 
 srcs() {
-	ls "$top"/tests/*.c "$top"/tests/*.h "$top"/bench/*.c "$top"/bench/guest.sh
+	ls "$top"/tests/*.c "$top"/tests/*.h "$top"/tests/data/* "$top"/bench/*.c \
+		"$top"/bench/guest.sh
 	[ -z "$extra" ] || ls "$extra"/*.c
 }
 
@@ -86,6 +88,9 @@ done
 cp /etc/mke2fs.conf etc/
 cp -L /usr/lib/ssl/openssl.cnf usr/lib/ssl/openssl.cnf
 cp "$bindir"/* tests/bin/
+# images and other inputs the tests read (tests/data/README says what each is)
+mkdir -p tests/data
+cp "$top"/tests/data/* tests/data/
 # the benchmark (make bench): bench/*.c are whole programs
 mkdir -p bench
 for c in "$top"/bench/*.c; do
