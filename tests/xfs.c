@@ -157,14 +157,34 @@ static uint32_t be32_at(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
 }
 
+/* xfs_db's "verity" finds the tree at @meta and the descriptor at @desc */
+static void xfs_db_says_where(const char *path, uint64_t meta, uint64_t desc)
+{
+	char out[4096], want[128];
+	struct stat st;
+
+	CHECK_OK(stat(path, &st));
+	if (run_cmd(out, sizeof(out), "xfs_db -r -c 'inode %llu' -c verity %s",
+		    (unsigned long long)st.st_ino, env.dev))
+		fail("xfs_db verity: %s", out);
+	snprintf(want, sizeof(want), "merkle tree: file offset %" PRIu64 " ", meta);
+	if (!strstr(out, want))
+		fail("%s: xfs_db does not say \"%s\":\n%s", path, want, out);
+	snprintf(want, sizeof(want), "descriptor: file offset %" PRIu64 " ", desc);
+	if (!strstr(out, want) || !strstr(out, "descriptor size: 256 bytes"))
+		fail("%s: xfs_db does not say \"%s\" of 256 bytes:\n%s", path,
+		     want, out);
+}
+
 /*
  * The on-disk format, read back from the device: the tree at
  * M = round_up(size, 64 KiB) exactly as fsverity-utils builds it, the
  * descriptor at round_up(M + tree size, 64 KiB), its size (be32) in the
  * last four bytes of the block holding its end, and nothing mapped after
- * that block.  For both hash algorithms, every tree block size the
- * filesystem takes, and sizes on either side of a 64 KiB boundary, after
- * a remount (the data on disk, not in cache).
+ * that block; and xfs_db's "verity" says the same.  For both hash
+ * algorithms, every tree block size the filesystem takes, and sizes on
+ * either side of a 64 KiB boundary, after a remount (the data on disk,
+ * not in cache).
  */
 TEST_TIMEOUT(ondisk_tree_at_64k_past_eof_then_descriptor_and_be32_size, 300)
 {
@@ -213,6 +233,7 @@ TEST_TIMEOUT(ondisk_tree_at_64k_past_eof_then_descriptor_and_be32_size, 300)
 				fail("%s: the data fork ends at %" PRIu64
 				     ", not after the descriptor's block (%" PRIu64 ")",
 				     p, end, desc_off + fsbs);
+			xfs_db_says_where(p, meta, desc_off);
 			free(got);
 			free(tree);
 			unlink(p);
@@ -841,15 +862,180 @@ static void old_layout_body(void)
 		CHECK_ERRNO(open(path, O_RDONLY), ERANGE);
 	}
 	spare_umount_and_repair();
+	/* a real repair changes none of it */
+	if (run_cmd(out, sizeof(out), "xfs_repair " SPARE_DEV))
+		fail("xfs_repair " SPARE_DEV ": %s", out);
+	if (mount(SPARE_DEV, SPARE_MNT, "xfs", MS_RDONLY, NULL))
+		fail("mount " SPARE_DEV " after xfs_repair: %s", strerror(errno));
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), SPARE_MNT "/f%d", i);
+		if (!path_has_statx_verity(path))
+			fail("%s: no longer a verity inode after xfs_repair", path);
+		CHECK_ERRNO(open(path, O_RDONLY), ERANGE);
+	}
+	spare_umount();
 }
 
 /*
  * Files sealed when this series put the tree at 1 << 53 (the layout of the
  * posting's v2 and v3; tests/data/README): their descriptor is valid but
  * not after their tree, so open() fails with ERANGE -- never an open that
- * succeeds and reads that fail -- and xfs_repair -n finds nothing wrong.
+ * succeeds and reads that fail -- xfs_repair -n finds nothing wrong, and
+ * a real xfs_repair leaves them as they were.
  */
 TEST_TIMEOUT(files_in_the_old_2_pow_53_layout_fail_to_open_with_erange, 300)
 {
 	on_spare_xfs(old_layout_body);
+}
+
+/* ---- a stored descriptor size the layout cannot have made ---- */
+
+/* write @v as a be32 at byte @off of the (unmounted) spare disk */
+static void dev_put_be32(uint64_t off, uint32_t v)
+{
+	const size_t bs = 4096;
+	uint64_t base = off & ~(uint64_t)(bs - 1);
+	unsigned char *buf;
+	int fd = open(SPARE_DEV, O_RDWR | O_DIRECT);
+
+	CHECK_OK(fd);
+	CHECK(posix_memalign((void **)&buf, bs, bs) == 0);
+	if (pread(fd, buf, bs, base) != (ssize_t)bs)
+		fail("pread " SPARE_DEV ": %s", strerror(errno));
+	buf[off - base] = v >> 24;
+	buf[off - base + 1] = v >> 16;
+	buf[off - base + 2] = v >> 8;
+	buf[off - base + 3] = v;
+	if (pwrite(fd, buf, bs, base) != (ssize_t)bs)
+		fail("pwrite " SPARE_DEV ": %s", strerror(errno));
+	CHECK_OK(fsync(fd));
+	close(fd);
+	free(buf);
+}
+
+/* what is done to a sealed file on the unmounted device */
+enum damage {
+	STORED_SIZE,	/* the be32 at the data fork's end := @value */
+	FILE_SIZE,	/* di_size := @value, so M moves past the metadata */
+	RESERVED_BYTE,	/* a reserved byte of the descriptor := @value */
+};
+
+struct bad_metadata {
+	const char *what;
+	uint64_t data_size;	/* of the file sealed first */
+	enum damage damage;
+	uint32_t value;
+	int err;		/* what open() gives */
+};
+
+/* offset of __reserved in struct fsverity_descriptor */
+#define DESC_RESERVED	112
+
+static void damage(const struct bad_metadata *c, const char *path,
+		   uint64_t trailer, ino_t ino)
+{
+	char out[4096];
+
+	switch (c->damage) {
+	case STORED_SIZE:
+		dev_put_be32(trailer, c->value);
+		break;
+	case FILE_SIZE:
+		if (run_cmd(out, sizeof(out), "xfs_db -x -c 'inode %llu' "
+			    "-c 'write core.size %u' " SPARE_DEV,
+			    (unsigned long long)ino, c->value))
+			fail("xfs_db write core.size: %s", out);
+		break;
+	case RESERVED_BYTE:
+		/* unsigned, the descriptor starts its block: fsbs - 4 back */
+		dev_put_be32(trailer - (fs_block_size() - 4) + DESC_RESERVED,
+			     c->value);
+		break;
+	}
+	(void)path;
+}
+
+static void bad_metadata_body(void)
+{
+	uint32_t fsbs = fs_block_size();
+	const struct bad_metadata cases[] = {
+		/* a descriptor is at least 256 bytes */
+		{ "size zero", 300000, STORED_SIZE, 0, ERANGE },
+		{ "size below 256", 300000, STORED_SIZE, 255, ERANGE },
+		{ "size above FS_VERITY_MAX_DESCRIPTOR_SIZE", 300000,
+		  STORED_SIZE, 16385, ERANGE },
+		/* an empty file: M = 0, the size's own position is fsbs - 4 */
+		{ "size above its own position", 0, STORED_SIZE, fsbs, ERANGE },
+		/* no tree: the descriptor is at M, its size at M + fsbs - 4 */
+		{ "size reaching below M", 100, STORED_SIZE, fsbs, ERANGE },
+		/* the descriptor then starts a block early, in the gap after
+		 * the tree: zeroes, which fs-verity refuses as a descriptor */
+		{ "size placing the descriptor a block early", 300000,
+		  STORED_SIZE, 256 + fsbs, EINVAL },
+		/* M = 1 MiB, past everything stored */
+		{ "last extent ending below M", 100, FILE_SIZE, 1 << 20,
+		  ENODATA },
+		{ "a reserved byte of the descriptor set", 300000,
+		  RESERVED_BYTE, 0x01010101, EINVAL },
+	};
+	const size_t n = sizeof(cases) / sizeof(cases[0]);
+	uint64_t trailer[sizeof(cases) / sizeof(cases[0])];
+	ino_t ino[sizeof(cases) / sizeof(cases[0])];
+	char path[64];
+
+	spare_mkfs_and_mount(NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct fiemap_extent fe;
+		struct stat st;
+		uint64_t end = 0;
+
+		snprintf(path, sizeof(path), SPARE_MNT "/bad-%zu", i);
+		make_file(path, cases[i].data_size, 0x512e + i);
+		must_enable(path, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+		extents_from(path, 0, &end);
+		fiemap_extent_at(path, end - 1, &fe);
+		trailer[i] = fe.fe_physical + (end - 4 - fe.fe_logical);
+		CHECK_OK(stat(path, &st));
+		ino[i] = st.st_ino;
+	}
+	spare_umount();
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), SPARE_MNT "/bad-%zu", i);
+		damage(&cases[i], path, trailer[i], ino[i]);
+	}
+	if (mount(SPARE_DEV, SPARE_MNT, "xfs", 0, NULL))
+		fail("mount " SPARE_DEV ": %s", strerror(errno));
+	for (size_t i = 0; i < n; i++) {
+		char out[4096];
+		int fd;
+
+		snprintf(path, sizeof(path), SPARE_MNT "/bad-%zu", i);
+		fd = open(path, O_RDONLY);
+		if (fd >= 0 || errno != cases[i].err)
+			fail("%s: open gave %s, want %s", cases[i].what,
+			     fd >= 0 ? "success" : errno_name(errno),
+			     errno_name(cases[i].err));
+		run_cmd(out, sizeof(out), "xfs_spaceman -c 'health -i %llu' "
+			SPARE_MNT, (unsigned long long)ino[i]);
+		if (!strstr(out, "fs-verity metadata: unhealthy"))
+			fail("%s: the inode is not marked sick: %s",
+			     cases[i].what, out);
+		note("%s: open fails with %s, inode sick", cases[i].what,
+		     errno_name(cases[i].err));
+	}
+	spare_umount_and_repair();
+}
+
+/*
+ * Verity metadata damaged on the unmounted device into what the layout
+ * cannot have written -- the descriptor's stored size, the file size that
+ * places the tree, the descriptor's body: every open fails with the errno
+ * Documentation gives, the inode is marked sick (xfs_spaceman's health
+ * report, from bulkstat), and the kernel stays quiet but for rate-limited
+ * lines (the runner fails on any splat).  xfs_repair -n finds nothing: it
+ * does not read fs-verity metadata.
+ */
+TEST_TIMEOUT(damaged_verity_metadata_fails_to_open_and_marks_the_inode_sick, 300)
+{
+	on_spare_xfs(bad_metadata_body);
 }
