@@ -25,6 +25,7 @@
  * The area runs on the XFS filesystems only (tests/expected-skips).
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
+#include "sig.h"
 
 #include <linux/dqblk_xfs.h>
 #include <linux/fiemap.h>
@@ -1038,4 +1039,135 @@ static void bad_metadata_body(void)
 TEST_TIMEOUT(damaged_verity_metadata_fails_to_open_and_marks_the_inode_sick, 300)
 {
 	on_spare_xfs(bad_metadata_body);
+}
+
+/* ---- descriptors with a built-in signature: where they spill ---- */
+
+/*
+ * A detached PKCS#7 signature of @path's fs-verity digest by the trusted
+ * key, of exactly @want bytes: the signer's certificate goes in, and so
+ * does a padding certificate (same key) whose subjectAltName is sized
+ * until the DER comes out at @want.  Returns its size in @sig.
+ */
+static size_t sig_of_size(const char *path, size_t want, unsigned char *sig)
+{
+	char out[4096];
+	size_t got = 0, pad = 64;
+
+	if (run_cmd(out, sizeof(out), "fsverity digest --compact --for-builtin-sig "
+		    "--block-size=%d '%s' | xxd -r -p > " SIGDIR "/msg",
+		    sig_block_size(), path))
+		fail("fsverity digest --for-builtin-sig: %s", out);
+	for (int tries = 0; tries < 8; tries++) {
+		if (run_cmd(out, sizeof(out), "cd " SIGDIR " && "
+			    "openssl req -x509 -key trusted.key -days 3650 "
+			    "-subj '/CN=padding' -addext "
+			    "\"subjectAltName=DNS:$(head -c %zu /dev/zero | tr '\\0' a)\" "
+			    "-out pad.crt && openssl smime -sign -binary -noattr "
+			    "-md sha256 -in msg -signer trusted.crt -inkey trusted.key "
+			    "-certfile pad.crt -outform DER -out big.sig", pad))
+			fail("openssl: %s", out);
+		got = slurp(SIGDIR "/big.sig", sig, SIG_MAX);
+		if (got == want)
+			return got;
+		if (got > want + pad - 1)
+			fail("a signature of %zu bytes cannot be made: %zu at the least",
+			     want, got - pad + 1);
+		pad += want - got;
+	}
+	fail("no signature of exactly %zu bytes (last %zu)", want, got);
+}
+
+struct spill {
+	const char *what;
+	size_t sig_size;
+};
+
+static void spill_one(const struct spill *c)
+{
+	uint32_t fsbs = fs_block_size();
+	char *p = test_path("spill-%zu", c->sig_size);
+	unsigned char *sig = malloc(SIG_MAX), *got = malloc(SIG_MAX + 256);
+	unsigned char d[32], blk[4];
+	size_t desc_size = 256 + c->sig_size;
+	uint64_t size = 200000, meta = tree_start(size), desc_off, end = 0;
+	size_t tree_size;
+	unsigned char desc[256], *tree;
+	struct fsverity_read_metadata_arg a = { 0 };
+	int fd;
+
+	CHECK(sig && got);
+	unlink(p);
+	make_file(p, size, 0x5b11 + c->sig_size);
+	ref_metadata(p, FS_VERITY_HASH_ALG_SHA256, sig_block_size(), 0, &tree,
+		     &tree_size, desc);
+	CHECK(sig_of_size(p, c->sig_size, sig) == c->sig_size);
+	if (sig_enable(p, sig, c->sig_size))
+		fail("%s: enable with a %zu-byte signature: %s", c->what,
+		     c->sig_size, errno_name(sig_enable(p, sig, c->sig_size)));
+	sig_measure(p, d);
+	remount();
+
+	/* read back through the ioctl */
+	fd = open(p, O_RDONLY);
+	CHECK_OK(fd);
+	a.metadata_type = FS_VERITY_METADATA_TYPE_SIGNATURE;
+	a.length = SIG_MAX;
+	a.buf_ptr = (uintptr_t)got;
+	if (ioctl(fd, FS_IOC_READ_VERITY_METADATA, &a) != (int)c->sig_size ||
+	    memcmp(got, sig, c->sig_size))
+		fail("%s: FS_IOC_READ_VERITY_METADATA does not return the signature",
+		     c->what);
+	close(fd);
+
+	/* and on the device: descriptor + signature at D, size at the end */
+	desc_off = round_up_to(meta + tree_size, START_ALIGN);
+	read_mapped(p, desc_off + 256, got, c->sig_size);
+	if (memcmp(got, sig, c->sig_size))
+		fail("%s: the signature is not at D + 256 on the device", c->what);
+	extents_from(p, meta, &end);
+	if (end != round_up_to(desc_off + desc_size + 4, fsbs))
+		fail("%s: the data fork ends at %" PRIu64 ", want %" PRIu64,
+		     c->what, end, round_up_to(desc_off + desc_size + 4, fsbs));
+	read_mapped(p, end - 4, blk, 4);
+	if (be32_at(blk) != desc_size)
+		fail("%s: stored size %u, want %zu", c->what, be32_at(blk),
+		     desc_size);
+	note("%s: %zu-byte descriptor at %" PRIu64 ", size stored at %" PRIu64
+	     " (block %" PRIu64 " of the descriptor's %" PRIu64 "-%" PRIu64 ")",
+	     c->what, desc_size, desc_off, end - 4, (end - 4) / fsbs,
+	     desc_off / fsbs, (desc_off + desc_size - 1) / fsbs);
+	unlink(p);
+	free(tree);
+	free(sig);
+	free(got);
+}
+
+/*
+ * A descriptor with a built-in signature may take more than one block, and
+ * may end within the last four bytes of one, so that its stored size goes
+ * at the end of the next: enabled, measured, the signature read back with
+ * FS_IOC_READ_VERITY_METADATA after a remount, and every byte where the
+ * layout says on the device.
+ */
+TEST_TIMEOUT(signed_descriptors_spilling_over_blocks_are_where_the_layout_says, 300)
+{
+	uint32_t fsbs;
+
+	need_xfs();
+	sig_trust();
+	fsbs = fs_block_size();
+	{
+		/* two certificates make a signature of 2.2 KB at the least */
+		uint32_t span = fsbs < 4096 ? 3 * fsbs : fsbs;
+		const struct spill cases[] = {
+			{ "spilling into the next block", span + 100 },
+			/* the descriptor ends 2 bytes before a block's end */
+			{ "ending within a block's last four bytes",
+			  span - 2 - 256 },
+		};
+
+		for (size_t i = 0; i < 2; i++)
+			spill_one(&cases[i]);
+	}
 }
