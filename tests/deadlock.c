@@ -66,23 +66,6 @@ static char file[64], clone_dst[64];
 static bool is_xfs;
 static char old_hung[32];	/* hung_task_timeout_secs to restore */
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sh(const char *cmd)
-{
-	char out[1024];
-	int st = run_cmd(out, sizeof(out), "%s", cmd);
-
-	if (st)
-		fail("\"%s\" exited %d: %s", cmd, st, out);
-}
-
 static void beat(int t)
 {
 	__atomic_add_fetch(&beats->n[t], 1, __ATOMIC_RELAXED);
@@ -183,10 +166,10 @@ static void *excl_thread(void *arg)
 
 static void stress(void)
 {
-	double end = now() + STRESS_SECS;
+	double end = mono_now() + STRESS_SECS;
 	pthread_t th[3];
 
-	while (now() < end) {
+	while (mono_now() < end) {
 		beats->busy[T_ROUNDS] = 1;
 		drop_caches();
 		beat(T_ROUNDS);
@@ -214,9 +197,11 @@ static void make_the_filesystem(void)
 	int err;
 
 	if (is_xfs)
-		sh("mkfs.xfs -f -q -i verity=1 -m reflink=1 -d size=512m " SPARE_DEV);
+		must_run("mkfs.xfs", "mkfs.xfs -f -q -i verity=1 -m reflink=1 -d size=512m "
+			 SPARE_DEV);
 	else
-		sh("mkfs.ext4 -q -F -O verity -E nodiscard " SPARE_DEV " 512M");
+		must_run("mkfs.ext4", "mkfs.ext4 -q -F -O verity -E nodiscard " SPARE_DEV
+			 " 512M");
 	mkdir(SPARE_MNT, 0755);
 	CHECK_OK(mount(SPARE_DEV, SPARE_MNT, env.fs, 0, NULL));
 	make_file(file, FILE_SIZE, 24);
@@ -227,8 +212,8 @@ static void make_the_filesystem(void)
 		make_file(clone_dst, 65536, 25);
 	CHECK_OK(umount(SPARE_MNT));
 	/* reads delayed, writes not */
-	sh(DMSETUP " create " DELAY " --table '0 " SPARE_SECTORS " delay "
-	   SPARE_DEV " 0 " DELAY_MS " " SPARE_DEV " 0 0'");
+	must_run("dm-delay", DMSETUP " create " DELAY " --table '0 " SPARE_SECTORS " delay "
+		 SPARE_DEV " 0 " DELAY_MS " " SPARE_DEV " 0 0'");
 	CHECK_OK(mount("/dev/mapper/" DELAY, SPARE_MNT, env.fs, 0, NULL));
 }
 
@@ -268,7 +253,7 @@ static void report_hang(const double *last, double t)
 static void watch(pid_t pid)
 {
 	unsigned long seen[NR_BEATS] = { 0 };
-	double last[NR_BEATS], t = now();
+	double last[NR_BEATS], t = mono_now();
 	int status;
 
 	for (int i = 0; i < NR_BEATS; i++)
@@ -281,7 +266,7 @@ static void watch(pid_t pid)
 		if (r < 0)
 			fail("waitpid: %s", strerror(errno));
 		sleep(1);
-		t = now();
+		t = mono_now();
 		for (int i = 0; i < NR_BEATS; i++) {
 			if (beats->n[i] != seen[i] || !beats->busy[i]) {
 				seen[i] = beats->n[i];

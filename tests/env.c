@@ -33,23 +33,6 @@
 /* dmsetup without udev: it makes the /dev/mapper nodes itself */
 #define DMSETUP		"DM_DISABLE_UDEV=1 dmsetup"
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sh(const char *what, const char *cmd)
-{
-	char out[1024];
-	int st = run_cmd(out, sizeof(out), "%s", cmd);
-
-	if (st)
-		fail("%s: \"%s\" exited %d: %s", what, cmd, st, out);
-}
-
 static void only_in_the_ext4_pass(void)
 {
 	if (strcmp(env.fs, "ext4"))
@@ -69,9 +52,9 @@ static void dm_remove(void)
 /* a linear device over the spare disk's first 128 MiB, with an ext4 on it */
 static void make_linear_ext4(void)
 {
-	sh("dm-linear", DMSETUP " create " LINEAR " --table '0 262144 linear "
-	   SPARE_DEV " 0'");
-	sh("mkfs on dm-linear", "mkfs.ext4 -q -F -E nodiscard /dev/mapper/" LINEAR);
+	must_run("dm-linear", DMSETUP " create " LINEAR " --table '0 262144 linear "
+		 SPARE_DEV " 0'");
+	must_run("mkfs on dm-linear", "mkfs.ext4 -q -F -E nodiscard /dev/mapper/" LINEAR);
 }
 
 static void linear_body(void)
@@ -111,17 +94,17 @@ static void delay_body(void)
 	CHECK_OK(mount("/dev/mapper/" LINEAR, SPARE_MNT, "ext4", 0, NULL));
 	make_file(SPARE_MNT "/f", sizeof(buf), 1);
 	CHECK_OK(umount(SPARE_MNT));
-	sh("dmsetup remove", DMSETUP " remove " LINEAR);
+	must_run("dmsetup remove", DMSETUP " remove " LINEAR);
 	/* reads delayed, writes not */
-	sh("dm-delay", DMSETUP " create " DELAY " --table '0 262144 delay "
-	   SPARE_DEV " 0 " DELAY_MS_STR " " SPARE_DEV " 0 0'");
+	must_run("dm-delay", DMSETUP " create " DELAY " --table '0 262144 delay "
+		 SPARE_DEV " 0 " DELAY_MS_STR " " SPARE_DEV " 0 0'");
 	CHECK_OK(mount("/dev/mapper/" DELAY, SPARE_MNT, "ext4", MS_RDONLY, NULL));
 	drop_caches();
-	t = now();
+	t = mono_now();
 	fd = CHECK_OK(open(SPARE_MNT "/f", O_RDONLY));
 	CHECK(read(fd, buf, sizeof(buf)) == sizeof(buf));
 	close(fd);
-	t = now() - t;
+	t = mono_now() - t;
 	note("a cold 4 KiB read through dm-delay (%d ms) took %.0f ms",
 	     DELAY_MS, t * 1000);
 	if (t < DELAY_MS / 1000.0)
@@ -179,7 +162,7 @@ static void io_max_body(void)
 	snprintf(buf, sizeof(buf), "%s rbps=%d", devno, RBPS);
 	put_str(CG "/io.max", buf);
 
-	t = now();
+	t = mono_now();
 	pid = CHECK_OK(fork());
 	if (pid == 0) {
 		int fd;
@@ -195,7 +178,7 @@ static void io_max_body(void)
 		_exit(0);
 	}
 	CHECK_OK(waitpid(pid, &status, 0));
-	t = now() - t;
+	t = mono_now() - t;
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fail("the reader in the cgroup failed (status 0x%x)", status);
 	note("%d MiB read in a cgroup with io.max rbps=%d KiB/s: %.1f s, io.stat rbytes=%lld",

@@ -718,7 +718,7 @@ static int wanted(const struct test_case *tc, int argc, char **argv)
 	return 0;
 }
 
-static double now(void)
+double mono_now(void)
 {
 	struct timespec ts;
 
@@ -769,7 +769,7 @@ static int run_one(struct test_case *tc)
 	close(pfd[1]);
 	setpgid(pid, pid);
 	/* our own deadline too: a child stuck in D state ignores SIGALRM */
-	deadline = timeout > 0 ? now() + timeout + 15 : 0;
+	deadline = timeout > 0 ? mono_now() + timeout + 15 : 0;
 	for (;;) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
@@ -779,7 +779,7 @@ static int run_one(struct test_case *tc)
 			status = -1;
 			break;
 		}
-		if (deadline && now() > deadline) {
+		if (deadline && mono_now() > deadline) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			usleep(2000000);

@@ -155,6 +155,8 @@ void fiemap_extent_at(const char *path, uint64_t logical,
 /* xor one byte (with 0xff) at off on the block device, bypassing caches */
 void corrupt_byte(const char *dev, uint64_t off);
 void drop_caches(void);
+/* CLOCK_MONOTONIC, in seconds */
+double mono_now(void);
 
 /* name of the running test: "<area>/<fs>/<test>" */
 extern const char *test_name;

@@ -152,6 +152,16 @@ static inline void put_str(const char *path, const char *s)
 	close(fd);
 }
 
+/* /bin/sh -c @cmd, which must succeed; @what names it in the failure */
+static inline void must_run(const char *what, const char *cmd)
+{
+	char out[1024];
+	int st = run_cmd(out, sizeof(out), "%s", cmd);
+
+	if (st)
+		fail("%s: \"%s\" exited %d: %s", what, cmd, st, out);
+}
+
 /* Raw FS_IOC_ENABLE_VERITY: 0 or errno.  For tests that build odd args. */
 static inline int raw_enable(int fd, const struct fsverity_enable_arg *arg)
 {
