@@ -305,6 +305,31 @@ static inline void check_contents(const char *path, const void *want,
 	free(got);
 }
 
+/* "fsverity digest" outputs: the tree and the descriptor (malloc'd) */
+static inline void ref_metadata(const char *path, int alg, int bs,
+				int salt_len, unsigned char **tree,
+				size_t *tree_size, unsigned char desc[256])
+{
+	unsigned char salt[32], *d;
+	char salthex[80] = "", out[512];
+	size_t dlen;
+
+	make_salt(salt, salt_len);
+	to_hex(salt, salt_len, salthex);
+	if (run_cmd(out, sizeof(out),
+		    "fsverity digest --hash-alg=%s --block-size=%d %s%s "
+		    "--out-merkle-tree=/tmp/ref-tree --out-descriptor=/tmp/ref-desc '%s'",
+		    alg_name(alg), bs, salt_len ? "--salt=" : "", salthex, path))
+		fail("fsverity digest: %s", out);
+	*tree = read_whole("/tmp/ref-tree", tree_size);
+	d = read_whole("/tmp/ref-desc", &dlen);
+	CHECK(dlen == 256);
+	memcpy(desc, d, 256);
+	free(d);
+	unlink("/tmp/ref-tree");
+	unlink("/tmp/ref-desc");
+}
+
 /* Random buffer of @len bytes from @seed (malloc'd). */
 static inline unsigned char *random_buf(size_t len, uint64_t seed)
 {

@@ -75,31 +75,6 @@ static void remount(void)
 	fs_mount();
 }
 
-/* "fsverity digest" outputs: the tree and the descriptor (malloc'd) */
-static void ref_metadata(const char *path, int alg, int bs, int salt_len,
-			 unsigned char **tree, size_t *tree_size,
-			 unsigned char desc[256])
-{
-	unsigned char salt[32], *d;
-	char salthex[80] = "", out[512];
-	size_t dlen;
-
-	make_salt(salt, salt_len);
-	to_hex(salt, salt_len, salthex);
-	if (run_cmd(out, sizeof(out),
-		    "fsverity digest --hash-alg=%s --block-size=%d %s%s "
-		    "--out-merkle-tree=/tmp/xfs-tree --out-descriptor=/tmp/xfs-desc '%s'",
-		    alg_name(alg), bs, salt_len ? "--salt=" : "", salthex, path))
-		fail("fsverity digest: %s", out);
-	*tree = read_whole("/tmp/xfs-tree", tree_size);
-	d = read_whole("/tmp/xfs-desc", &dlen);
-	CHECK(dlen == 256);
-	memcpy(desc, d, 256);
-	free(d);
-	unlink("/tmp/xfs-tree");
-	unlink("/tmp/xfs-desc");
-}
-
 static void dev_read(uint64_t off, void *buf, size_t len)
 {
 	int fd = open(env.dev, O_RDONLY);
