@@ -346,14 +346,17 @@ TEST_TIMEOUT(tree_blocks_of_zero_digests_are_holes_exactly_where_the_rule_says, 
 		with_holes += holes > 0;
 		note("%s: %" PRIu64 " tree blocks not stored", files[i].path,
 		     holes);
-		unlink(files[i].path);
-		free(files[i].data);
 	}
 	/* the premise: on XFS the rule applied to something */
 	if (is_xfs() && !with_holes)
 		fail("no file got a tree with holes");
+	/* with the files there: xfs_repair -n takes the trees' holes */
 	if (fs_check(out, sizeof(out)))
-		fail("filesystem check after sparse trees: %s", out);
+		fail("filesystem check with sparse trees: %s", out);
+	for (unsigned int i = 0; i < nr; i++) {
+		unlink(files[i].path);
+		free(files[i].data);
+	}
 }
 
 /*
