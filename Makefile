@@ -13,7 +13,7 @@
 #   make xfsprogs Debian's xfsprogs + userspace/xfsprogs/*.patch (build/xfsprogs/)
 KERNEL ?= ours
 DEBUG ?= 0
-export KERNEL DEBUG NOSIG TESTS FS
+export KERNEL DEBUG NOSIG TESTS FS ONLY
 
 .PHONY: all run check check-all series kernel initramfs xfsprogs bench soak deps clean
 

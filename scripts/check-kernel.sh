@@ -3,6 +3,7 @@
 # makes the filesystems, boot 2 only mounts them), every test on every
 # filesystem.
 #   KERNEL=ours|upstream DEBUG=0|1 NOSIG=0|1 TESTS="a b" FS="ext4 f2fs"
+#   ONLY="area/test ..." (in those areas, only those tests)
 #   [CHECK_SOAK_SECONDS=s] [CHECK_HOSTILE_ROUNDS=n] scripts/check-kernel.sh
 # One PASS/FAIL/SKIP line per test, gated by tests/expected-skips and
 # tests/expected-failures for this kernel, then "N passed, N failed".
@@ -27,6 +28,7 @@ ifs_suffix=${EXTRA_TESTS:+proof}
 extra=
 [ -z "${TESTS:-}" ] || extra="$extra fsv.tests=$(echo $TESTS | tr ' ' ',')"
 [ -z "${FS:-}" ] || extra="$extra fsv.fs=$(echo $FS | tr ' ' ',')"
+[ -z "${ONLY:-}" ] || extra="$extra fsv.only=$(echo $ONLY | tr ' ' ',')"
 # the short robustness runs' length (the guest's defaults: 30 s of soak
 # and 13 hostile rounds per filesystem)
 [ -z "${CHECK_SOAK_SECONDS:-}" ] || extra="$extra fsv.soak=$CHECK_SOAK_SECONDS"

@@ -708,10 +708,33 @@ static int cmp_line(const void *a, const void *b)
 	return x->line - y->line;
 }
 
+/*
+ * fsv.only=area/test,... on the kernel command line: in an area named
+ * there, only the tests named; other areas run whole.
+ */
+static int only_wanted(const char *only, const char *name)
+{
+	size_t a = strlen(area), n = strlen(name);
+	int named = 0;
+
+	for (const char *p = only; p; p = strchr(p, ','), p = p ? p + 1 : p) {
+		if (strncmp(p, area, a) || p[a] != '/')
+			continue;
+		named = 1;
+		if (!strncmp(p + a + 1, name, n) &&
+		    (p[a + 1 + n] == ',' || !p[a + 1 + n]))
+			return 1;
+	}
+	return !named;
+}
+
 static int wanted(const struct test_case *tc, int argc, char **argv)
 {
+	const char *only = getenv("FSV_ONLY");
+
 	if (argc < 2)
-		return tc->boot == env.boot;
+		return tc->boot == env.boot &&
+		       (!only || only_wanted(only, tc->name));
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], tc->name))
 			return 1;
