@@ -1144,3 +1144,230 @@ TEST_TIMEOUT(signed_descriptors_spilling_over_blocks_are_where_the_layout_says, 
 			spill_one(&cases[i]);
 	}
 }
+
+/*
+ * Writeback that began before an enable and reaches tree folios dirtied
+ * after it must write them, not drop them as leftovers past EOF: else the
+ * tree stays delayed allocation in a clean page cache, and is lost at the
+ * next unmount.  On a kernel with XFS error injection (the debug kernel)
+ * it is made to happen: writepages_delay_ms holds the flusher for 5 s as
+ * it starts a pass on the file (one dirty data folio), before it looks at
+ * any folio; the enable starts unheld, and once its own flush of the data
+ * is done the delay is set to 8 s, which holds the enable's writeback of
+ * its metadata.  The flusher resumes with every tree folio dirty ahead of
+ * it.  (While a flusher pass holds the inode no other one starts on it.)
+ * Without error injection the race is left to chance:
+ * many small write-then-enable cycles under a flusher waking every 10 ms
+ * and a syncfs() loop.  Either way, after each enable no delayed
+ * allocation is left (FIEMAP), and after a remount every file
+ * has its digest and its data, and xfs_repair -n is clean.
+ */
+#define DIRTY_EXPIRE	"/proc/sys/vm/dirty_expire_centisecs"
+#define DIRTY_WAKEUP	"/proc/sys/vm/dirty_writeback_centisecs"
+#define ENABLE_THREADS	"/proc/sys/fs/verity/enable_threads"
+#define WB_ROUNDS_HELD	3
+#define WB_ROUNDS_LOOSE	40
+
+static char old_expire[16], old_wakeup[16], old_threads[16];
+static char wb_delay[128];	/* XFS's writepages_delay_ms tag, or "" */
+
+static void get_str(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(buf, len, f))
+		fail("read %s: %s", path, strerror(errno));
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+static void restore_writeback(void)
+{
+	put_str(DIRTY_EXPIRE, old_expire);
+	put_str(DIRTY_WAKEUP, old_wakeup);
+	if (*wb_delay)
+		put_str(wb_delay, "0");
+	if (*old_threads)
+		put_str(ENABLE_THREADS, old_threads);
+}
+
+/*
+ * The enable wrote back all it wrote: no delayed allocation remains, past
+ * EOF either.  FIEMAP without FIEMAP_FLAG_SYNC, which would write back
+ * dirty folios (those dropped clean stay delayed allocation all the same);
+ * xfs_io's bmap shows nothing past EOF.
+ */
+static void no_delalloc_left(const char *path)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent fe[256];
+	} m;
+	int fd = open(path, O_RDONLY);
+
+	CHECK_OK(fd);
+	memset(&m, 0, sizeof(m));
+	m.fm.fm_length = FIEMAP_MAX_OFFSET;
+	m.fm.fm_extent_count = 256;
+	CHECK_OK(ioctl(fd, FS_IOC_FIEMAP, &m.fm));
+	close(fd);
+	for (unsigned int i = 0; i < m.fm.fm_mapped_extents; i++)
+		if (m.fm.fm_extents[i].fe_flags & FIEMAP_EXTENT_DELALLOC)
+			fail("%s: delayed allocation left after the enable: %llu bytes at %llu",
+			     path,
+			     (unsigned long long)m.fm.fm_extents[i].fe_length,
+			     (unsigned long long)m.fm.fm_extents[i].fe_logical);
+}
+
+static double timed_enable(const char *path)
+{
+	double t = mono_now();
+
+	must_enable(path, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	return mono_now() - t;
+}
+
+/* the file of @size bytes (its data is a function of @size), on disk */
+static unsigned char *written_back(const char *path, size_t size)
+{
+	unsigned char *data = random_buf(size, 0x3b0 + size);
+	int fd;
+
+	unlink(path);
+	write_file(path, data, size);
+	fd = open(path, O_RDONLY);
+	CHECK_OK(fd);
+	CHECK_OK(fsync(fd));
+	close(fd);
+	return data;
+}
+
+/*
+ * One round: the file on disk, its first folio dirtied again, the flusher
+ * let in and held for 5 s as it starts its pass; the enable started unheld
+ * in a child, and once its flush of the data is done (0.5 s), its writeback
+ * of the metadata held for 8 s.
+ */
+static void held_round(const char *path, size_t size)
+{
+	unsigned char *data = written_back(path, size);
+	double t0;
+	pid_t pid;
+	int fd, st;
+
+	put_str(wb_delay, "5000");
+	fd = open(path, O_WRONLY);
+	CHECK_OK(fd);
+	CHECK(pwrite(fd, data, 4096, 0) == 4096);
+	close(fd);
+	usleep(200000);		/* the flusher wakes every 10 ms */
+	put_str(wb_delay, "0");
+	t0 = mono_now();
+	pid = fork();
+	CHECK_OK(pid);
+	if (!pid) {
+		fd = open(path, O_RDONLY);
+		_exit(fd < 0 || enable_verity(fd, FS_VERITY_HASH_ALG_SHA256,
+					      ilog2_u32(merkle_bs()), NULL, 0,
+					      NULL, 0));
+	}
+	usleep(500000);
+	put_str(wb_delay, "8000");
+	CHECK(waitpid(pid, &st, 0) == pid);
+	put_str(wb_delay, "0");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail("%s: the enable failed", path);
+	note("%s: enable took %.1f s with the flusher held", path,
+	     mono_now() - t0);
+	free(data);
+}
+
+static void writeback_race_body(void)
+{
+	const size_t held_size = 16 << 20;
+	char *paths[WB_ROUNDS_LOOSE];
+	int nr = 0, syncer;
+	pid_t pid = 0;
+
+	put_str(DIRTY_EXPIRE, "1");
+	put_str(DIRTY_WAKEUP, "1");
+	if (*wb_delay) {
+		/*
+		 * The held flusher busy-waits on a CPU, where a helper of the
+		 * enable would wait for it: hash in the enabling task alone
+		 */
+		if (*old_threads)
+			put_str(ENABLE_THREADS, "1");
+		for (; nr < WB_ROUNDS_HELD; nr++) {
+			paths[nr] = test_path("wb-held-%d", nr);
+			held_round(paths[nr], held_size);
+			no_delalloc_left(paths[nr]);
+		}
+	} else {
+		syncer = open(env.mnt, O_RDONLY | O_DIRECTORY);
+		CHECK_OK(syncer);
+		pid = fork();
+		CHECK_OK(pid);
+		if (!pid)
+			for (;;)
+				syncfs(syncer);
+		for (; nr < WB_ROUNDS_LOOSE; nr++) {
+			unsigned char *data = random_buf(1 << 21, 0x3c0 + nr);
+
+			paths[nr] = test_path("wb-loose-%d", nr);
+			unlink(paths[nr]);
+			write_file(paths[nr], data, 1 << 21);
+			free(data);
+			timed_enable(paths[nr]);
+			no_delalloc_left(paths[nr]);
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(syncer);
+	}
+	restore_writeback();
+	remount();
+	for (int i = 0; i < nr; i++) {
+		char want[160], have[160];
+		size_t size = *wb_delay ? held_size : 1 << 21;
+		unsigned char *data = random_buf(size, *wb_delay ?
+						 0x3b0 + size : (size_t)0x3c0 + i);
+		int alg;
+
+		kernel_digest_hex(paths[i], have, &alg);
+		user_digest_hex(paths[i], FS_VERITY_HASH_ALG_SHA256,
+				merkle_bs(), 0, want);
+		if (strcmp(have, want))
+			fail("%s: digest %s after a remount, fsverity digest says %s",
+			     paths[i], have, want);
+		check_contents(paths[i], data, size);
+		free(data);
+	}
+	{
+		char out[4096];
+
+		if (fs_check(out, sizeof(out)))
+			fail("xfs_repair -n after the enables: %s", out);
+	}
+	for (int i = 0; i < nr; i++) {
+		unlink(paths[i]);
+		free(paths[i]);
+	}
+}
+
+TEST_TIMEOUT(writeback_begun_before_an_enable_writes_the_tree_it_finds, 900)
+{
+	char dev[64];
+
+	need_xfs();
+	snprintf(dev, sizeof(dev), "%s", strrchr(env.dev, '/') + 1);
+	snprintf(wb_delay, sizeof(wb_delay),
+		 "/sys/fs/xfs/%s/errortag/writepages_delay_ms", dev);
+	if (access(wb_delay, W_OK))
+		*wb_delay = '\0';
+	get_str(DIRTY_EXPIRE, old_expire, sizeof(old_expire));
+	get_str(DIRTY_WAKEUP, old_wakeup, sizeof(old_wakeup));
+	if (!access(ENABLE_THREADS, W_OK))
+		get_str(ENABLE_THREADS, old_threads, sizeof(old_threads));
+	with_cleanup(writeback_race_body, restore_writeback, 850);
+}
