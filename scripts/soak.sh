@@ -2,7 +2,8 @@
 # make soak: the long versions of the robustness tests.
 #   [KERNEL=ours] [DEBUG=0|1] [FS="ext4 f2fs"] [SOAK_SECONDS=300]
 #   [HOSTILE_ROUNDS=100] [CUTS=17] [POWERCUT=1] scripts/soak.sh
-# 1. one boot running tests/soak.c (SOAK_SECONDS per filesystem),
+# 1. one boot running tests/soak.c (SOAK_SECONDS per filesystem), the XFS
+#    writeback race of tests/xfs.c (as long, on XFS),
 #    tests/hostile.c (HOSTILE_ROUNDS x 10 mutated cases per filesystem) and
 #    tests/faults.c (which SKIPs unless DEBUG=1);
 # 2. scripts/powercut.sh (CUTS power cuts per filesystem during an enable).
@@ -26,7 +27,9 @@ if ! "$top/scripts/build.sh" "$kernel" "$debug" || ! "$top/scripts/initramfs.sh"
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-extra="fsv.tests=soak,hostile,faults fsv.soak=$secs fsv.hostile=$rounds"
+extra="fsv.tests=soak,hostile,faults,xfs fsv.soak=$secs fsv.hostile=$rounds"
+# of xfs, the writeback race, repeated for fsv.soak= seconds
+extra="$extra fsv.only=xfs/writeback_begun_before_an_enable_writes_the_tree_it_finds"
 # a KASAN kernel under TCG runs ACPI's _PRT so slowly that it hits the AML
 # loop timeout and soft-lockup splats at boot: route PCI IRQs without ACPI
 [ "$debug" = 1 ] && extra="$extra pci=noacpi"
@@ -34,8 +37,9 @@ extra="fsv.tests=soak,hostile,faults fsv.soak=$secs fsv.hostile=$rounds"
 disks=$top/build/disks/soak-$name
 rm -rf "$disks"
 log=$logs/soak-$name.log
-# 4 filesystems x (soak + hostile + faults), a debug kernel several times slower
-timeout=$(( (secs * 4 + rounds * 40 + 1800) * ($debug + 1) * ($debug + 1) ))
+# 4 filesystems x (soak + hostile + faults) + xfs and xfs-1k x the writeback
+# race, a debug kernel several times slower
+timeout=$(( (secs * 6 + rounds * 40 + 1800) * ($debug + 1) * ($debug + 1) ))
 echo "soak: $name: soak ${secs}s, hostile $rounds rounds, faults (console: build/logs/$(basename "$log"), timeout ${timeout}s)"
 start=$(date +%s)
 "$top/scripts/qemu.sh" "$top/build/$name/bzImage" "$top/build/initramfs.cpio.gz" \

@@ -78,19 +78,9 @@ wfail(const char *fmt, ...)
 
 static int soak_seconds(void)
 {
-	char buf[4096], *p;
-	int fd = open("/proc/cmdline", O_RDONLY);
-	ssize_t n;
-
 	if (getenv("SOAK_SECONDS"))
 		return atoi(getenv("SOAK_SECONDS"));
-	if (fd < 0)
-		return 30;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	p = strstr(buf, "fsv.soak=");
-	return p ? atoi(p + 9) : 30;
+	return cmdline_int("fsv.soak=", 30);
 }
 
 static uint64_t rnd_state;

@@ -142,6 +142,22 @@ static inline long long verity_counter(const char *name)
 	return v;
 }
 
+/* The integer after @key (e.g. "fsv.soak=") on the kernel command line */
+static inline int cmdline_int(const char *key, int def)
+{
+	char buf[4096], *p;
+	int fd = open("/proc/cmdline", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return def;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, key);
+	return p ? atoi(p + strlen(key)) : def;
+}
+
 /* write(2) @s to @path (a sysfs, procfs or cgroup file); fails the test on error */
 static inline void put_str(const char *path, const char *s)
 {

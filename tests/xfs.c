@@ -1160,7 +1160,8 @@ TEST_TIMEOUT(signed_descriptors_spilling_over_blocks_are_where_the_layout_says, 
  * many small write-then-enable cycles under a flusher waking every 10 ms
  * and a syncfs() loop.  Either way, after each enable no delayed
  * allocation is left (FIEMAP), and after a remount every file
- * has its digest and its data, and xfs_repair -n is clean.
+ * has its digest and its data, and xfs_repair -n is clean.  make soak
+ * repeats it for its fsv.soak= seconds.
  */
 #define DIRTY_EXPIRE	"/proc/sys/vm/dirty_expire_centisecs"
 #define DIRTY_WAKEUP	"/proc/sys/vm/dirty_writeback_centisecs"
@@ -1282,7 +1283,7 @@ static void held_round(const char *path, size_t size)
 	free(data);
 }
 
-static void writeback_race_body(void)
+static void writeback_race_cycle(void)
 {
 	const size_t held_size = 16 << 20;
 	char *paths[WB_ROUNDS_LOOSE];
@@ -1355,6 +1356,18 @@ static void writeback_race_body(void)
 	}
 }
 
+/* make soak (fsv.soak=N): cycles for N seconds */
+static void writeback_race_body(void)
+{
+	double end = mono_now() + cmdline_int("fsv.soak=", 0);
+	int cycles = 0;
+
+	do
+		writeback_race_cycle();
+	while (++cycles && mono_now() < end);
+	note("%d cycles", cycles);
+}
+
 TEST_TIMEOUT(writeback_begun_before_an_enable_writes_the_tree_it_finds, 900)
 {
 	char dev[64];
@@ -1369,5 +1382,6 @@ TEST_TIMEOUT(writeback_begun_before_an_enable_writes_the_tree_it_finds, 900)
 	get_str(DIRTY_WAKEUP, old_wakeup, sizeof(old_wakeup));
 	if (!access(ENABLE_THREADS, W_OK))
 		get_str(ENABLE_THREADS, old_threads, sizeof(old_threads));
-	with_cleanup(writeback_race_body, restore_writeback, 850);
+	with_cleanup(writeback_race_body, restore_writeback,
+		     850 + cmdline_int("fsv.soak=", 0));
 }
