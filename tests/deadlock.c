@@ -307,13 +307,7 @@ static void body(void)
 /* the kernel's own hung-task report comes before the watchdog gives up */
 static void lower_hung_task_timeout(void)
 {
-	int fd = CHECK_OK(open(HUNG_TASK, O_RDONLY));
-	ssize_t n = read(fd, old_hung, sizeof(old_hung) - 1);
-
-	close(fd);
-	if (n <= 0)
-		fail("read %s: %s", HUNG_TASK, strerror(errno));
-	old_hung[n] = '\0';
+	get_str(HUNG_TASK, old_hung, sizeof(old_hung));
 	put_str(HUNG_TASK, "20");
 }
 

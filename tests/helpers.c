@@ -149,14 +149,10 @@ TEST(enable_threads_1_hashes_in_the_caller_alone)
 	char *p = make_big("helpers-serial");
 	char old[32] = "0";
 	struct parts r;
-	FILE *f;
 
 	if (access(THREADS, F_OK))
 		skip("no %s: kernel without the setting", THREADS);
-	f = fopen(THREADS, "r");
-	if (!f || !fgets(old, sizeof(old), f))
-		fail("read %s", THREADS);
-	fclose(f);
+	get_str(THREADS, old, sizeof(old));
 	put_str(THREADS, "1");
 	trace_start();
 	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);

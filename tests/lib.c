@@ -613,32 +613,42 @@ static uint64_t btrfs_physical(uint64_t logical)
 	return phys;
 }
 
-void fiemap_extent_at(const char *path, uint64_t logical,
-		      struct fiemap_extent *extent)
+unsigned int fiemap_extents(const char *path, uint64_t start, uint64_t len,
+			    uint32_t flags, struct fiemap_extent *fe,
+			    unsigned int max)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[1];
-	} m;
-	struct fiemap_extent *fe = &m.fe[0];
+	struct fiemap *fm = calloc(1, sizeof(*fm) + max * sizeof(*fe));
+	unsigned int n;
 	int fd;
 
+	if (!fm)
+		fail("out of memory");
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		fail("open %s: %s", path, strerror(errno));
-	memset(&m, 0, sizeof(m));
-	m.fm.fm_start = logical;
-	m.fm.fm_length = 1;
-	m.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	m.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &m.fm))
+	fm->fm_start = start;
+	fm->fm_length = len;
+	fm->fm_flags = flags;
+	fm->fm_extent_count = max;
+	if (ioctl(fd, FS_IOC_FIEMAP, fm))
 		fail("FIEMAP %s: %s", path, strerror(errno));
 	close(fd);
-	if (m.fm.fm_mapped_extents != 1 || fe->fe_logical > logical ||
-	    logical - fe->fe_logical >= fe->fe_length)
+	n = fm->fm_mapped_extents;
+	memcpy(fe, fm->fm_extents, n * sizeof(*fe));
+	free(fm);
+	return n;
+}
+
+void fiemap_extent_at(const char *path, uint64_t logical,
+		      struct fiemap_extent *extent)
+{
+	struct fiemap_extent fe;
+
+	if (fiemap_extents(path, logical, 1, FIEMAP_FLAG_SYNC, &fe, 1) != 1 ||
+	    fe.fe_logical > logical || logical - fe.fe_logical >= fe.fe_length)
 		fail("FIEMAP %s: byte %llu is not mapped", path,
 		     (unsigned long long)logical);
-	*extent = *fe;
+	*extent = fe;
 }
 
 uint64_t phys_offset(const char *path, uint64_t logical)

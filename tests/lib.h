@@ -149,6 +149,14 @@ uint32_t crc32c(uint32_t crc, const unsigned char *p, size_t len);
  */
 uint64_t phys_offset(const char *path, uint64_t logical);
 struct fiemap_extent;
+/*
+ * FIEMAP of [start, start + len) of the file with `flags`
+ * (FIEMAP_FLAG_SYNC writes dirty data back first): up to `max` extents
+ * into `fe`, their number returned; fail()s on error
+ */
+unsigned int fiemap_extents(const char *path, uint64_t start, uint64_t len,
+			    uint32_t flags, struct fiemap_extent *fe,
+			    unsigned int max);
 /* FIEMAP's extent holding byte `logical` of the file; fail()s if unmapped */
 void fiemap_extent_at(const char *path, uint64_t logical,
 		      struct fiemap_extent *extent);

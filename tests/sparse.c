@@ -154,39 +154,23 @@ static void zero_digest(const struct params *p, unsigned char *out)
 static void mapped_blocks(const char *path, uint64_t start, int bs,
 			  uint64_t n, bool *mapped)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[128];
-	} m;
+	struct fiemap_extent fe[128];
 	uint64_t pos = start, end = start + n * bs;
-	int fd = open(path, O_RDONLY);
+	unsigned int got;
 
-	CHECK_OK(fd);
 	memset(mapped, 0, n * sizeof(*mapped));
-	while (pos < end) {
-		unsigned int i;
-
-		memset(&m, 0, sizeof(m));
-		m.fm.fm_start = pos;
-		m.fm.fm_length = end - pos;
-		m.fm.fm_flags = FIEMAP_FLAG_SYNC;
-		m.fm.fm_extent_count = 128;
-		CHECK_OK(ioctl(fd, FS_IOC_FIEMAP, &m.fm));
-		if (!m.fm.fm_mapped_extents)
-			break;
-		for (i = 0; i < m.fm.fm_mapped_extents; i++) {
-			struct fiemap_extent *fe = &m.fm.fm_extents[i];
-			uint64_t b = fe->fe_logical;
-
-			for (; b < fe->fe_logical + fe->fe_length; b += bs)
+	while (pos < end &&
+	       (got = fiemap_extents(path, pos, end - pos, FIEMAP_FLAG_SYNC,
+				     fe, 128))) {
+		for (unsigned int i = 0; i < got; i++)
+			for (uint64_t b = fe[i].fe_logical;
+			     b < fe[i].fe_logical + fe[i].fe_length; b += bs)
 				if (b >= start && b < end)
 					mapped[(b - start) / bs] = true;
-			pos = fe->fe_logical + fe->fe_length;
-		}
-		if (m.fm.fm_extents[i - 1].fe_flags & FIEMAP_EXTENT_LAST)
+		if (fe[got - 1].fe_flags & FIEMAP_EXTENT_LAST)
 			break;
+		pos = fe[got - 1].fe_logical + fe[got - 1].fe_length;
 	}
-	close(fd);
 }
 
 /* FS_IOC_READ_VERITY_METADATA of the whole tree (malloc'd) */

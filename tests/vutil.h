@@ -142,6 +142,17 @@ static inline long long verity_counter(const char *name)
 	return v;
 }
 
+/* The first line of @path (a sysfs or procfs file), without its newline */
+static inline void get_str(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(buf, len, f))
+		fail("read %s: %s", path, strerror(errno));
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
 /* The integer after @key (e.g. "fsv.soak=") on the kernel command line */
 static inline int cmdline_int(const char *key, int def)
 {

@@ -88,26 +88,13 @@ static void dev_read(uint64_t off, void *buf, size_t len)
 /* the file's extents from @start on: count, and the end of the last one */
 static int extents_from(const char *path, uint64_t start, uint64_t *end)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[64];
-	} m;
-	int fd = open(path, O_RDONLY);
+	struct fiemap_extent fe[64];
+	unsigned int n = fiemap_extents(path, start, FIEMAP_MAX_OFFSET - start,
+					FIEMAP_FLAG_SYNC, fe, 64);
 
-	CHECK_OK(fd);
-	memset(&m, 0, sizeof(m));
-	m.fm.fm_start = start;
-	m.fm.fm_length = FIEMAP_MAX_OFFSET - start;
-	m.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	m.fm.fm_extent_count = 64;
-	CHECK_OK(ioctl(fd, FS_IOC_FIEMAP, &m.fm));
-	close(fd);
-	if (end && m.fm.fm_mapped_extents) {
-		struct fiemap_extent *l = &m.fm.fm_extents[m.fm.fm_mapped_extents - 1];
-
-		*end = l->fe_logical + l->fe_length;
-	}
-	return m.fm.fm_mapped_extents;
+	if (end && n)
+		*end = fe[n - 1].fe_logical + fe[n - 1].fe_length;
+	return n;
 }
 
 /* device bytes of [logical, logical + len) of the file, extent by extent */
@@ -1172,16 +1159,6 @@ TEST_TIMEOUT(signed_descriptors_spilling_over_blocks_are_where_the_layout_says, 
 static char old_expire[16], old_wakeup[16], old_threads[16];
 static char wb_delay[128];	/* XFS's writepages_delay_ms tag, or "" */
 
-static void get_str(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	if (!f || !fgets(buf, len, f))
-		fail("read %s: %s", path, strerror(errno));
-	buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
 static void restore_writeback(void)
 {
 	put_str(DIRTY_EXPIRE, old_expire);
@@ -1200,24 +1177,14 @@ static void restore_writeback(void)
  */
 static void no_delalloc_left(const char *path)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[256];
-	} m;
-	int fd = open(path, O_RDONLY);
+	struct fiemap_extent fe[256];
+	unsigned int n = fiemap_extents(path, 0, FIEMAP_MAX_OFFSET, 0, fe, 256);
 
-	CHECK_OK(fd);
-	memset(&m, 0, sizeof(m));
-	m.fm.fm_length = FIEMAP_MAX_OFFSET;
-	m.fm.fm_extent_count = 256;
-	CHECK_OK(ioctl(fd, FS_IOC_FIEMAP, &m.fm));
-	close(fd);
-	for (unsigned int i = 0; i < m.fm.fm_mapped_extents; i++)
-		if (m.fm.fm_extents[i].fe_flags & FIEMAP_EXTENT_DELALLOC)
+	for (unsigned int i = 0; i < n; i++)
+		if (fe[i].fe_flags & FIEMAP_EXTENT_DELALLOC)
 			fail("%s: delayed allocation left after the enable: %llu bytes at %llu",
-			     path,
-			     (unsigned long long)m.fm.fm_extents[i].fe_length,
-			     (unsigned long long)m.fm.fm_extents[i].fe_logical);
+			     path, (unsigned long long)fe[i].fe_length,
+			     (unsigned long long)fe[i].fe_logical);
 }
 
 static double timed_enable(const char *path)
