@@ -7,11 +7,14 @@
  * is charged to the caller's memory cgroup.  Who hashed what is read from
  * the trace event fsverity_enable_part (task and CPU of each part), so on
  * a kernel without it (mainline, which hashes in the caller alone) the
- * tests that need it skip.
+ * tests that need it skip.  Their reads are charged to the caller's
+ * block cgroup: an io.max read limit holds for the whole enable.
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
 #include <sched.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -22,6 +25,7 @@
 #define CGROOT		"/sys/fs/cgroup"
 #define CG		CGROOT "/fsverity-test"
 #define FILE_SIZE	(64 << 20)	/* two batches with SHA-256, 4K */
+#define RBPS		(8 << 20)	/* io.max read limit, bytes/s */
 
 /* write(2) @s to @path: 0 or the errno */
 static int put_str_errno(const char *path, const char *s)
@@ -167,6 +171,61 @@ TEST(enable_threads_1_hashes_in_the_caller_alone)
 		fail("enable_threads took -1");
 }
 
+/* A fresh, empty cgroup CG with @controller on, or skip without cgroup v2 */
+static void cg_make(const char *controller)
+{
+	char ctl[32];
+
+	if (access(CGROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CGROOT, "cgroup2", 0, NULL))
+		skip("no cgroup v2 (%s)", strerror(errno));
+	snprintf(ctl, sizeof(ctl), "+%s", controller);
+	if (put_str_errno(CGROOT "/cgroup.subtree_control", ctl))
+		fail("no %s controller in the guest kernel", controller);
+	rmdir(CG);
+	CHECK_OK(mkdir(CG, 0755));
+}
+
+/*
+ * Enable verity on @p (nothing of it cached) in a child moved into CG,
+ * tracing who hashed the parts: the child's exit code (an errno, 100 if
+ * the open failed, -1 if it died), *@secs the time the enable took.
+ */
+static int enable_in_cg(const char *p, struct parts *r, double *secs)
+{
+	char buf[32];
+	int status;
+	pid_t pid;
+
+	drop_caches();
+	trace_start();
+	*secs = mono_now();
+	pid = CHECK_OK(fork());
+	if (pid == 0) {
+		int fd;
+
+		snprintf(buf, sizeof(buf), "%d", getpid());
+		put_str(CG "/cgroup.procs", buf);
+		fd = open(p, O_RDONLY);
+		if (fd < 0)
+			_exit(100);
+		_exit(enable_verity(fd, FS_VERITY_HASH_ALG_SHA256,
+				    merkle_bs() == 4096 ? 12 : 10, NULL, 0,
+				    NULL, 0));
+	}
+	CHECK_OK(waitpid(pid, &status, 0));
+	*secs = mono_now() - *secs;
+	*r = trace_stop(pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void must_succeed_in_cg(int err)
+{
+	if (err)
+		fail("enable in the cgroup: %s", err == 100 ? "open failed" :
+		     err < 0 ? "child died" : errno_name(err));
+}
+
 /* Bytes of @path in the page cache (mincore over a read-only mapping) */
 static long long cached_bytes(const char *path, off_t size)
 {
@@ -198,36 +257,14 @@ TEST(enable_in_a_small_memory_cgroup_charges_the_helpers_reads_to_it)
 	char *p = make_big("helpers-memcg");
 	long long max = FILE_SIZE / 4, cached;
 	char buf[64], stat[4096];
-	pid_t pid;
-	int status, err;
+	struct parts r;
+	double t;
+	int err;
 
-	if (access(CGROOT "/cgroup.controllers", F_OK) &&
-	    mount("none", CGROOT, "cgroup2", 0, NULL))
-		skip("no cgroup v2 (%s)", strerror(errno));
-	if (put_str_errno(CGROOT "/cgroup.subtree_control", "+memory"))
-		skip("no memory controller: kernel without CONFIG_MEMCG");
-	rmdir(CG);
-	CHECK_OK(mkdir(CG, 0755));
+	cg_make("memory");
 	snprintf(buf, sizeof(buf), "%lld", max);
 	put_str(CG "/memory.max", buf);
-	drop_caches();
-
-	pid = fork();
-	CHECK_OK(pid);
-	if (pid == 0) {
-		int fd;
-
-		snprintf(buf, sizeof(buf), "%d", getpid());
-		put_str(CG "/cgroup.procs", buf);
-		fd = open(p, O_RDONLY);
-		if (fd < 0)
-			_exit(100);
-		_exit(enable_verity(fd, FS_VERITY_HASH_ALG_SHA256,
-				    merkle_bs() == 4096 ? 12 : 10, NULL, 0,
-				    NULL, 0));
-	}
-	CHECK_OK(waitpid(pid, &status, 0));
-	err = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	err = enable_in_cg(p, &r, &t);
 	cached = cached_bytes(p, FILE_SIZE);
 	{
 		int fd = CHECK_OK(open(CG "/memory.stat", O_RDONLY));
@@ -242,10 +279,78 @@ TEST(enable_in_a_small_memory_cgroup_charges_the_helpers_reads_to_it)
 	note("memory.max %lld KiB: %lld KiB of the file cached; %s", max >> 10,
 	     cached >> 10, stat);
 	rmdir(CG);
-	if (err)
-		fail("enable in the cgroup: %s", err == 100 ? "open failed" :
-		     err < 0 ? "child died" : errno_name(err));
+	must_succeed_in_cg(err);
 	if (cached > max + (4 << 20))
 		fail("%lld KiB of the file cached, more than the cgroup's %lld KiB: reads charged elsewhere",
 		     cached >> 10, max >> 10);
+}
+
+/* The cgroup's io.stat rbytes for device @devno ("maj:min"), 0 if none */
+static long long cg_rbytes(const char *devno)
+{
+	char stat[4096], *l;
+	long long n = 0;
+
+	get_str(CG "/io.stat", stat, sizeof(stat));
+	for (l = stat; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *rb = strstr(l, "rbytes=");
+
+		if (!strncmp(l, devno, strlen(devno)) && l[strlen(devno)] == ' ' &&
+		    rb)
+			n = atoll(rb + 7);
+	}
+	return n;
+}
+
+/*
+ * In a block cgroup whose io.max lets it read a fraction of the disk's
+ * rate, enable verity on a file with nothing of it cached: the enable
+ * takes at least as long as the cgroup may take to read the file, and
+ * its io.stat counts the file's bytes, although helpers hashed parts of
+ * it.  Charged to the root, the helpers' reads would be neither slowed
+ * nor counted.
+ */
+TEST_TIMEOUT(enable_in_an_io_max_cgroup_charges_the_helpers_reads_to_it, 180)
+{
+	char *p = make_big("helpers-blkcg"), devno[32], buf[64];
+	double cold, t, floor = 0.75 * FILE_SIZE / RBPS;
+	long long rbytes;
+	struct parts r;
+	struct stat st;
+	size_t len;
+	int err;
+
+	if (online_cpus() < 2)
+		skip("one CPU online: no helper to charge");
+	CHECK_OK(stat(env.dev, &st));
+	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+
+	/* the disk's cold rate, outside the cgroup: the limit must be well below */
+	drop_caches();
+	cold = mono_now();
+	free(read_whole(p, &len));
+	cold = mono_now() - cold;
+	if (cold > floor / 3)
+		fail("a cold read of %d MiB took %.1f s: too slow a disk to tell io.max rbps=%d KiB/s",
+		     FILE_SIZE >> 20, cold, RBPS >> 10);
+
+	cg_make("io");
+	snprintf(buf, sizeof(buf), "%s rbps=%d", devno, RBPS);
+	put_str(CG "/io.max", buf);
+	err = enable_in_cg(p, &r, &t);
+	rbytes = cg_rbytes(devno);
+	rmdir(CG);
+	note("%d MiB: cold read %.1f s; enable under io.max rbps=%d KiB/s %.1f s, io.stat rbytes %lld KiB, %d of %d parts by helpers",
+	     FILE_SIZE >> 20, cold, RBPS >> 10, t, rbytes >> 10,
+	     r.n - r.by_caller, r.n);
+	must_succeed_in_cg(err);
+	if (r.n == r.by_caller)
+		fail("no helper hashed a part: nothing shown");
+	if (t < floor)
+		fail("the enable read %d MiB in %.1f s under rbps=%d KiB/s: helpers' reads not throttled",
+		     FILE_SIZE >> 20, t, RBPS >> 10);
+	if (rbytes < FILE_SIZE)
+		fail("io.stat counts %lld KiB read, less than the file's %d KiB: helpers' reads charged elsewhere",
+		     rbytes >> 10, FILE_SIZE >> 10);
 }
