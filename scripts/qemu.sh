@@ -13,8 +13,9 @@ extra=${8:-}
 
 [ -f "$kernel" ] || { echo "qemu: no kernel $kernel" >&2; exit 2; }
 mkdir -p "$disks" "$(dirname "$log")"
-# BLK_QUEUES=N gives each virtio-blk disk N request queues (completions
-# spread over the vCPUs, as on NVMe); unset, one queue, QEMU's default
+# BLK_QUEUES=N gives each virtio-blk disk N request queues (1: every
+# completion on one queue); unset, QEMU's default (7.2: one per vCPU,
+# completions spread over the vCPUs as on NVMe)
 drives=()
 for d in vda vdb vdc vdd vde vdf vdg; do
 	[ -f "$disks/$d.img" ] || truncate -s 1G "$disks/$d.img"
