@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 
 #define START_ALIGN	65536	/* XFS and ext4: the tree's alignment past EOF */
+#define TRACEFS_SPARSE	"/sys/kernel/tracing/events/fsverity"
 
 enum kind { ALIGNED, UNALIGNED, ZEROES, SPARSE, TAIL, ONE_SPAN, NR_KINDS };
 
@@ -483,4 +484,63 @@ TEST_TIMEOUT(reads_across_eof_during_enable_leave_the_sparse_tree_intact, 300)
 	munmap((void *)stop, sizeof(*stop));
 	free(data);
 	free(got);
+}
+
+/*
+ * The trace events show the rule at work: enabling a file of zeroes
+ * reports each tree block left out (fsverity_tree_block_not_stored), and
+ * reading it cold after a remount each block filled in
+ * (fsverity_tree_zero_filled), the blocks tree_blocks_zero_filled counts.
+ * Where the rule leaves nothing out, neither fires.
+ */
+TEST(trace_events_report_each_tree_block_left_out_and_filled_in)
+{
+	const int bs = block_size_unsupported(fs_block_size()) ? 4096 :
+		(int)fs_block_size();
+	const struct params p = { FS_VERITY_HASH_ALG_SHA256, bs, 0 };
+	/* four leaves of zero-block digests, under one stored block */
+	const uint64_t size = 4 * span(&p);
+	const unsigned long long want = is_xfs() ? 4 : 0;
+	unsigned long long left_out, filled, n_left_out, n_filled;
+	unsigned char *zeroes = calloc(1, size);
+	char *path = test_path("trace-zeroes");
+	long long before, after;
+
+	if (access(TRACEFS_SPARSE "/fsverity_tree_zero_filled", F_OK))
+		skip("no sparse-tree trace events in this kernel");
+	CHECK(zeroes);
+	unlink(path);
+	write_file(path, zeroes, size);
+	put_str("/sys/kernel/tracing/trace", "");
+	put_str(TRACEFS_SPARSE "/fsverity_tree_block_not_stored/enable", "1");
+	must_enable(path, p.alg, p.bs, p.salt);
+	put_str(TRACEFS_SPARSE "/fsverity_tree_block_not_stored/enable", "0");
+	n_left_out = trace_count("fsverity_tree_block_not_stored:", &left_out);
+
+	fs_unmount();
+	fs_mount();
+	before = verity_counter("tree_blocks_zero_filled");
+	put_str("/sys/kernel/tracing/trace", "");
+	put_str(TRACEFS_SPARSE "/fsverity_tree_zero_filled/enable", "1");
+	check_contents(path, zeroes, size);
+	put_str(TRACEFS_SPARSE "/fsverity_tree_zero_filled/enable", "0");
+	n_filled = trace_count("fsverity_tree_zero_filled:", &filled);
+	after = verity_counter("tree_blocks_zero_filled");
+	put_str("/sys/kernel/tracing/trace", "");
+	note("%d-byte tree blocks: %llu left out in %llu events, %llu filled in in %llu events, counter +%lld",
+	     bs, left_out / bs, n_left_out, filled / bs, n_filled,
+	     after - before);
+
+	if (left_out != want * bs || n_left_out != want)
+		fail("fsverity_tree_block_not_stored: %llu events, %llu bytes; want %llu blocks of %d",
+		     n_left_out, left_out, want, bs);
+	if (filled != want * bs || (want && !n_filled))
+		fail("fsverity_tree_zero_filled: %llu events, %llu bytes; want %llu blocks of %d",
+		     n_filled, filled, want, bs);
+	if (after - before != (long long)want)
+		fail("tree_blocks_zero_filled moved by %lld, want %llu",
+		     after - before, want);
+	unlink(path);
+	free(zeroes);
+	free(path);
 }

@@ -308,58 +308,33 @@ TEST_TIMEOUT(mount_cycles_keep_one_directory_per_live_filesystem, 900)
 	     SPARE_DEV);
 }
 
-static void write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-
-	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		fail("write %s: %s", path, strerror(errno));
-	close(fd);
-}
-
-/* How many lines of the trace buffer name @event */
-static unsigned long long count_events(const char *event)
-{
-	char line[512];
-	unsigned long long n = 0;
-	FILE *f = fopen(TRACEFS "/trace", "r");
-
-	if (!f)
-		fail("open trace: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, event))
-			n++;
-	fclose(f);
-	return n;
-}
-
 TEST(tracepoints_report_enable_and_verification)
 {
 	char *path;
 
 	if (access(TRACEFS "/events/fsverity", F_OK))
 		skip("no events/fsverity: kernel without fs-verity tracepoints");
-	write_str(TRACEFS "/trace", "");
-	write_str(TRACEFS "/events/fsverity/enable", "1");
+	put_str(TRACEFS "/trace", "");
+	put_str(TRACEFS "/events/fsverity/enable", "1");
 
 	path = make_verity_file("trace");
 	fs_unmount();
 	fs_mount();
 	read_all(path);
 
-	write_str(TRACEFS "/events/fsverity/enable", "0");
+	put_str(TRACEFS "/events/fsverity/enable", "0");
 	note("events: %llu data verified, %llu tree hashed, %llu hits, %llu misses",
-	     count_events("fsverity_data_verified:"),
-	     count_events("fsverity_tree_block_hashed:"),
-	     count_events("fsverity_cache_hit:"),
-	     count_events("fsverity_cache_miss:"));
-	CHECK(count_events("fsverity_enable_start:") == 1);
-	CHECK(count_events("fsverity_enable_end:") == 1);
-	CHECK(count_events("fsverity_data_verified:") == data_blocks());
-	CHECK(count_events("fsverity_tree_block_hashed:") >= tree_blocks());
-	CHECK(count_events("fsverity_cache_miss:") >= tree_blocks());
-	CHECK(count_events("fsverity_cache_hit:") >=
+	     trace_count("fsverity_data_verified:", NULL),
+	     trace_count("fsverity_tree_block_hashed:", NULL),
+	     trace_count("fsverity_cache_hit:", NULL),
+	     trace_count("fsverity_cache_miss:", NULL));
+	CHECK(trace_count("fsverity_enable_start:", NULL) == 1);
+	CHECK(trace_count("fsverity_enable_end:", NULL) == 1);
+	CHECK(trace_count("fsverity_data_verified:", NULL) == data_blocks());
+	CHECK(trace_count("fsverity_tree_block_hashed:", NULL) >= tree_blocks());
+	CHECK(trace_count("fsverity_cache_miss:", NULL) >= tree_blocks());
+	CHECK(trace_count("fsverity_cache_hit:", NULL) >=
 	      data_blocks() - tree_blocks());
-	CHECK(count_events("fsverity_verify_failed:") == 0);
-	write_str(TRACEFS "/trace", "");
+	CHECK(trace_count("fsverity_verify_failed:", NULL) == 0);
+	put_str(TRACEFS "/trace", "");
 }

@@ -179,6 +179,32 @@ static inline void put_str(const char *path, const char *s)
 	close(fd);
 }
 
+/*
+ * Lines of the trace buffer naming @event ("fsverity_enable_end:"), and,
+ * if @bytes is not NULL, the sum of their "bytes N" fields into it
+ */
+static inline unsigned long long trace_count(const char *event,
+					     unsigned long long *bytes)
+{
+	FILE *f = fopen("/sys/kernel/tracing/trace", "r");
+	unsigned long long n = 0;
+	char line[512], *b;
+
+	if (!f)
+		fail("open trace: %s", strerror(errno));
+	if (bytes)
+		*bytes = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, event))
+			continue;
+		n++;
+		if (bytes && (b = strstr(line, " bytes ")))
+			*bytes += strtoull(b + 7, NULL, 10);
+	}
+	fclose(f);
+	return n;
+}
+
 /* /bin/sh -c @cmd, which must succeed; @what names it in the failure */
 static inline void must_run(const char *what, const char *cmd)
 {
