@@ -14,7 +14,6 @@
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
-#include <sys/sysmacros.h>
 #include <time.h>
 
 #define SPARE_DEV	"/dev/vde"
@@ -125,26 +124,9 @@ static void cg_remove(void)
 	rmdir(CG);
 }
 
-/* the cgroup's io.stat rbytes for the spare disk (0 if none yet) */
-static long long cg_rbytes(const char *devno)
-{
-	char stat[4096], *p;
-	long long r = 0;
-	int fd = CHECK_OK(open(CG "/io.stat", O_RDONLY));
-	ssize_t n = read(fd, stat, sizeof(stat) - 1);
-
-	close(fd);
-	stat[n > 0 ? n : 0] = '\0';
-	p = strstr(stat, devno);
-	if (p && (p = strstr(p, "rbytes=")))
-		r = atoll(p + 7);
-	return r;
-}
-
 static void io_max_body(void)
 {
 	char devno[32], buf[128];
-	struct stat st;
 	double t;
 	void *mem;
 	pid_t pid;
@@ -154,9 +136,7 @@ static void io_max_body(void)
 	    mount("none", CGROOT, "cgroup2", 0, NULL))
 		fail("no cgroup v2: %s", strerror(errno));
 	put_str(CGROOT "/cgroup.subtree_control", "+io");
-	CHECK_OK(stat(SPARE_DEV, &st));
-	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev),
-		 minor(st.st_rdev));
+	dev_numbers(SPARE_DEV, devno, sizeof(devno));
 	rmdir(CG);
 	CHECK_OK(mkdir(CG, 0755));
 	snprintf(buf, sizeof(buf), "%s rbps=%d", devno, RBPS);
@@ -182,14 +162,14 @@ static void io_max_body(void)
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fail("the reader in the cgroup failed (status 0x%x)", status);
 	note("%d MiB read in a cgroup with io.max rbps=%d KiB/s: %.1f s, io.stat rbytes=%lld",
-	     THROTTLED >> 20, RBPS >> 10, t, cg_rbytes(devno));
+	     THROTTLED >> 20, RBPS >> 10, t, cgroup_rbytes(CG, devno));
 	/* the first slice may go unthrottled: ask for three quarters */
 	if (t < 0.75 * THROTTLED / RBPS)
 		fail("%d MiB read in %.1f s under rbps=%d: not throttled",
 		     THROTTLED >> 20, t, RBPS);
-	if (cg_rbytes(devno) < THROTTLED)
+	if (cgroup_rbytes(CG, devno) < THROTTLED)
 		fail("io.stat counts %lld bytes read, less than the %d read",
-		     cg_rbytes(devno), THROTTLED);
+		     cgroup_rbytes(CG, devno), THROTTLED);
 }
 
 /* a cgroup's io.max rbps slows its reads down to the limit, io.stat counts them */

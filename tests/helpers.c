@@ -13,13 +13,10 @@
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
 #include <sched.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
-#define TRACEFS		"/sys/kernel/tracing"
 #define EVENT		TRACEFS "/events/fsverity/fsverity_enable_part"
 #define THREADS		"/proc/sys/fs/verity/enable_threads"
 #define CGROOT		"/sys/fs/cgroup"
@@ -188,7 +185,8 @@ static void cg_make(const char *controller)
 
 /*
  * Enable verity on @p (nothing of it cached) in a child moved into CG,
- * tracing who hashed the parts: the child's exit code (an errno, 100 if
+ * tracing who hashed the parts into *@r unless @r is NULL: the child's
+ * exit code (an errno, 100 if
  * the open failed, -1 if it died), *@secs the time the enable took.
  */
 static int enable_in_cg(const char *p, struct parts *r, double *secs)
@@ -198,7 +196,8 @@ static int enable_in_cg(const char *p, struct parts *r, double *secs)
 	pid_t pid;
 
 	drop_caches();
-	trace_start();
+	if (r)
+		trace_start();
 	*secs = mono_now();
 	pid = CHECK_OK(fork());
 	if (pid == 0) {
@@ -215,7 +214,8 @@ static int enable_in_cg(const char *p, struct parts *r, double *secs)
 	}
 	CHECK_OK(waitpid(pid, &status, 0));
 	*secs = mono_now() - *secs;
-	*r = trace_stop(pid);
+	if (r)
+		*r = trace_stop(pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -257,14 +257,13 @@ TEST(enable_in_a_small_memory_cgroup_charges_the_helpers_reads_to_it)
 	char *p = make_big("helpers-memcg");
 	long long max = FILE_SIZE / 4, cached;
 	char buf[64], stat[4096];
-	struct parts r;
 	double t;
 	int err;
 
 	cg_make("memory");
 	snprintf(buf, sizeof(buf), "%lld", max);
 	put_str(CG "/memory.max", buf);
-	err = enable_in_cg(p, &r, &t);
+	err = enable_in_cg(p, NULL, &t);
 	cached = cached_bytes(p, FILE_SIZE);
 	{
 		int fd = CHECK_OK(open(CG "/memory.stat", O_RDONLY));
@@ -285,23 +284,6 @@ TEST(enable_in_a_small_memory_cgroup_charges_the_helpers_reads_to_it)
 		     cached >> 10, max >> 10);
 }
 
-/* The cgroup's io.stat rbytes for device @devno ("maj:min"), 0 if none */
-static long long cg_rbytes(const char *devno)
-{
-	char stat[4096], *l;
-	long long n = 0;
-
-	get_str(CG "/io.stat", stat, sizeof(stat));
-	for (l = stat; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		char *rb = strstr(l, "rbytes=");
-
-		if (!strncmp(l, devno, strlen(devno)) && l[strlen(devno)] == ' ' &&
-		    rb)
-			n = atoll(rb + 7);
-	}
-	return n;
-}
-
 /*
  * In a block cgroup whose io.max lets it read a fraction of the disk's
  * rate, enable verity on a file with nothing of it cached: the enable
@@ -316,15 +298,12 @@ TEST_TIMEOUT(enable_in_an_io_max_cgroup_charges_the_helpers_reads_to_it, 180)
 	double cold, t, floor = 0.75 * FILE_SIZE / RBPS;
 	long long rbytes;
 	struct parts r;
-	struct stat st;
 	size_t len;
 	int err;
 
 	if (online_cpus() < 2)
 		skip("one CPU online: no helper to charge");
-	CHECK_OK(stat(env.dev, &st));
-	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev),
-		 minor(st.st_rdev));
+	dev_numbers(env.dev, devno, sizeof(devno));
 
 	/* the disk's cold rate, outside the cgroup: the limit must be well below */
 	drop_caches();
@@ -339,7 +318,7 @@ TEST_TIMEOUT(enable_in_an_io_max_cgroup_charges_the_helpers_reads_to_it, 180)
 	snprintf(buf, sizeof(buf), "%s rbps=%d", devno, RBPS);
 	put_str(CG "/io.max", buf);
 	err = enable_in_cg(p, &r, &t);
-	rbytes = cg_rbytes(devno);
+	rbytes = cgroup_rbytes(CG, devno);
 	rmdir(CG);
 	note("%d MiB: cold read %.1f s; enable under io.max rbps=%d KiB/s %.1f s, io.stat rbytes %lld KiB, %d of %d parts by helpers",
 	     FILE_SIZE >> 20, cold, RBPS >> 10, t, rbytes >> 10,

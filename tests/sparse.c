@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 
 #define START_ALIGN	65536	/* XFS and ext4: the tree's alignment past EOF */
-#define TRACEFS_SPARSE	"/sys/kernel/tracing/events/fsverity"
+#define EVENTS		TRACEFS "/events/fsverity"
 
 enum kind { ALIGNED, UNALIGNED, ZEROES, SPARSE, TAIL, ONE_SPAN, NR_KINDS };
 
@@ -506,27 +506,27 @@ TEST(trace_events_report_each_tree_block_left_out_and_filled_in)
 	char *path = test_path("trace-zeroes");
 	long long before, after;
 
-	if (access(TRACEFS_SPARSE "/fsverity_tree_zero_filled", F_OK))
+	if (access(EVENTS "/fsverity_tree_zero_filled", F_OK))
 		skip("no sparse-tree trace events in this kernel");
 	CHECK(zeroes);
 	unlink(path);
 	write_file(path, zeroes, size);
-	put_str("/sys/kernel/tracing/trace", "");
-	put_str(TRACEFS_SPARSE "/fsverity_tree_block_not_stored/enable", "1");
+	put_str(TRACEFS "/trace", "");
+	put_str(EVENTS "/fsverity_tree_block_not_stored/enable", "1");
 	must_enable(path, p.alg, p.bs, p.salt);
-	put_str(TRACEFS_SPARSE "/fsverity_tree_block_not_stored/enable", "0");
+	put_str(EVENTS "/fsverity_tree_block_not_stored/enable", "0");
 	n_left_out = trace_count("fsverity_tree_block_not_stored:", &left_out);
 
 	fs_unmount();
 	fs_mount();
 	before = verity_counter("tree_blocks_zero_filled");
-	put_str("/sys/kernel/tracing/trace", "");
-	put_str(TRACEFS_SPARSE "/fsverity_tree_zero_filled/enable", "1");
+	put_str(TRACEFS "/trace", "");
+	put_str(EVENTS "/fsverity_tree_zero_filled/enable", "1");
 	check_contents(path, zeroes, size);
-	put_str(TRACEFS_SPARSE "/fsverity_tree_zero_filled/enable", "0");
+	put_str(EVENTS "/fsverity_tree_zero_filled/enable", "0");
 	n_filled = trace_count("fsverity_tree_zero_filled:", &filled);
 	after = verity_counter("tree_blocks_zero_filled");
-	put_str("/sys/kernel/tracing/trace", "");
+	put_str(TRACEFS "/trace", "");
 	note("%d-byte tree blocks: %llu left out in %llu events, %llu filled in in %llu events, counter +%lld",
 	     bs, left_out / bs, n_left_out, filled / bs, n_filled,
 	     after - before);

@@ -14,7 +14,6 @@
 #include <libgen.h>
 #include <sys/mount.h>
 
-#define TRACEFS "/sys/kernel/tracing"
 
 static const char * const counter_names[] = {
 	"data_blocks_verified", "tree_blocks_hashed", "hash_cache_hits",

@@ -28,6 +28,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
@@ -179,6 +180,8 @@ static inline void put_str(const char *path, const char *s)
 	close(fd);
 }
 
+#define TRACEFS	"/sys/kernel/tracing"
+
 /*
  * Lines of the trace buffer naming @event ("fsverity_enable_end:"), and,
  * if @bytes is not NULL, the sum of their "bytes N" fields into it
@@ -186,7 +189,7 @@ static inline void put_str(const char *path, const char *s)
 static inline unsigned long long trace_count(const char *event,
 					     unsigned long long *bytes)
 {
-	FILE *f = fopen("/sys/kernel/tracing/trace", "r");
+	FILE *f = fopen(TRACEFS "/trace", "r");
 	unsigned long long n = 0;
 	char line[512], *b;
 
@@ -201,6 +204,36 @@ static inline unsigned long long trace_count(const char *event,
 		if (bytes && (b = strstr(line, " bytes ")))
 			*bytes += strtoull(b + 7, NULL, 10);
 	}
+	fclose(f);
+	return n;
+}
+
+/* "maj:min" of block device @dev, as cgroup files name it */
+static inline void dev_numbers(const char *dev, char *buf, size_t len)
+{
+	struct stat st;
+
+	if (stat(dev, &st))
+		fail("stat %s: %s", dev, strerror(errno));
+	snprintf(buf, len, "%u:%u", major(st.st_rdev), minor(st.st_rdev));
+}
+
+/* The rbytes of device @devno ("maj:min") in cgroup @cg's io.stat, 0 if none */
+static inline long long cgroup_rbytes(const char *cg, const char *devno)
+{
+	char path[256], line[512], *rb;
+	size_t dl = strlen(devno);
+	long long n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/io.stat", cg);
+	f = fopen(path, "r");
+	if (!f)
+		fail("open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, devno, dl) && line[dl] == ' ' &&
+		    (rb = strstr(line, " rbytes=")))
+			n = atoll(rb + 8);
 	fclose(f);
 	return n;
 }
