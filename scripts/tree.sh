@@ -60,7 +60,8 @@ fi
 # whole UAPI and in-kernel API, a serial tree build, straightforward
 # verification.  A prefix "@name.patch" applies kernel/patches/name.patch
 # in that step instead of as a commit of its own.
-# Then one commit per patch, in name order: kernel/patches/fs-verity/*.patch
+# Then one commit per patch, in name order: kernel/patches/mm/*.patch (what
+# later patches build on outside fs/verity), kernel/patches/fs-verity/*.patch
 # (each feature or optimisation of our fs/verity, on top of the plain
 # core), then kernel/patches/*.patch (the other parts of the tree).
 OVERLAY_STEPS=(
@@ -168,7 +169,8 @@ for step in "${OVERLAY_STEPS[@]}"; do
 done
 [ -z "$remaining" ] || { echo "tree: no overlay step takes: $remaining" >&2; exit 1; }
 
-for p in "$kdir"/patches/fs-verity/*.patch "$kdir"/patches/*.patch; do
+for p in "$kdir"/patches/mm/*.patch "$kdir"/patches/fs-verity/*.patch \
+	 "$kdir"/patches/*.patch; do
 	[ -e "$p" ] || continue
 	case " $folded " in *" ${p#"$kdir"/patches/} "*) continue ;; esac
 	g apply --cached --whitespace=nowarn "$p"
