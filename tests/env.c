@@ -23,7 +23,6 @@
 #define DELAY		"fsv-env-delay"
 #define DELAY_MS	100
 #define DELAY_MS_STR	"100"	/* the same, for the table */
-#define CGROOT		"/sys/fs/cgroup"
 #define CG		CGROOT "/fsv-env-io"
 #define RBPS		(2 << 20)	/* io.max read limit, bytes/s */
 #define THROTTLED	(8 << 20)	/* bytes read under it */

@@ -19,23 +19,9 @@
 
 #define EVENT		TRACEFS "/events/fsverity/fsverity_enable_part"
 #define THREADS		"/proc/sys/fs/verity/enable_threads"
-#define CGROOT		"/sys/fs/cgroup"
 #define CG		CGROOT "/fsverity-test"
 #define FILE_SIZE	(64 << 20)	/* two batches with SHA-256, 4K */
 #define RBPS		(8 << 20)	/* io.max read limit, bytes/s */
-
-/* write(2) @s to @path: 0 or the errno */
-static int put_str_errno(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC), err = 0;
-
-	if (fd < 0)
-		return errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		err = errno;
-	close(fd);
-	return err;
-}
 
 static int merkle_bs(void)
 {
@@ -168,21 +154,6 @@ TEST(enable_threads_1_hashes_in_the_caller_alone)
 		fail("enable_threads took -1");
 }
 
-/* A fresh, empty cgroup CG with @controller on, or skip without cgroup v2 */
-static void cg_make(const char *controller)
-{
-	char ctl[32];
-
-	if (access(CGROOT "/cgroup.controllers", F_OK) &&
-	    mount("none", CGROOT, "cgroup2", 0, NULL))
-		skip("no cgroup v2 (%s)", strerror(errno));
-	snprintf(ctl, sizeof(ctl), "+%s", controller);
-	if (put_str_errno(CGROOT "/cgroup.subtree_control", ctl))
-		fail("no %s controller in the guest kernel", controller);
-	rmdir(CG);
-	CHECK_OK(mkdir(CG, 0755));
-}
-
 /*
  * Enable verity on @p (nothing of it cached) in a child moved into CG,
  * tracing who hashed the parts into *@r unless @r is NULL: the child's
@@ -260,7 +231,7 @@ TEST(enable_in_a_small_memory_cgroup_charges_the_helpers_reads_to_it)
 	double t;
 	int err;
 
-	cg_make("memory");
+	cg_make(CG, "memory");
 	snprintf(buf, sizeof(buf), "%lld", max);
 	put_str(CG "/memory.max", buf);
 	err = enable_in_cg(p, NULL, &t);
@@ -314,7 +285,7 @@ TEST_TIMEOUT(enable_in_an_io_max_cgroup_charges_the_helpers_reads_to_it, 180)
 		fail("a cold read of %d MiB took %.1f s: too slow a disk to tell io.max rbps=%d KiB/s",
 		     FILE_SIZE >> 20, cold, RBPS >> 10);
 
-	cg_make("io");
+	cg_make(CG, "io");
 	snprintf(buf, sizeof(buf), "%s rbps=%d", devno, RBPS);
 	put_str(CG "/io.max", buf);
 	err = enable_in_cg(p, &r, &t);

@@ -180,6 +180,40 @@ static inline void put_str(const char *path, const char *s)
 	close(fd);
 }
 
+/* write(2) @s to @path: 0 or the errno */
+static inline int put_str_errno(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+#define CGROOT	"/sys/fs/cgroup"
+
+/*
+ * A fresh, empty cgroup @cg (a child of CGROOT) with @controller on, or
+ * skip() without cgroup v2
+ */
+static inline void cg_make(const char *cg, const char *controller)
+{
+	char ctl[32];
+
+	if (access(CGROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CGROOT, "cgroup2", 0, NULL))
+		skip("no cgroup v2 (%s)", strerror(errno));
+	snprintf(ctl, sizeof(ctl), "+%s", controller);
+	if (put_str_errno(CGROOT "/cgroup.subtree_control", ctl))
+		fail("no %s controller in the guest kernel", controller);
+	rmdir(cg);
+	if (mkdir(cg, 0755))
+		fail("mkdir %s: %s", cg, strerror(errno));
+}
+
 #define TRACEFS	"/sys/kernel/tracing"
 
 /*
