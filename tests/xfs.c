@@ -15,6 +15,8 @@
  *    damaged block, holes as verified zeroes; statx offers no direct I/O
  *    alignment for a verity file;
  *  - FIDEDUPERANGE needs no write access: into a verity file it is EPERM;
+ *    the COW blocks a reflinked file staged for writes are freed by the
+ *    enable;
  *  - statx and FS_IOC_GETFLAGS report the verity attribute; xfs_info
  *    reports the feature from the kernel's XFS_IOC_FSGEOMETRY;
  *  - quota charges the tree's blocks to the file's owner: past a hard
@@ -526,6 +528,75 @@ TEST(fideduperange_into_verity_file_is_eperm)
 	free(data);
 }
 
+/* free bytes of the filesystem holding @path */
+static uint64_t free_bytes(const char *path)
+{
+	struct statvfs sv;
+
+	CHECK_OK(statvfs(path, &sv));
+	return (uint64_t)sv.f_bfree * sv.f_frsize;
+}
+
+/*
+ * A reflinked file rewritten under a cowextsize hint stages copy-on-write
+ * blocks a megabyte at a time, most of which it never writes.  A verity
+ * file is never written again: the enable frees them (the posting frees
+ * the COW fork's reservations) rather than hold the space until blockgc
+ * finds them -- seen as free space the enable gives back, more than its
+ * metadata takes -- and the file reads and measures the same after a
+ * remount.  (The COW fork itself shows only to a CONFIG_XFS_DEBUG kernel.)
+ */
+TEST(enable_frees_the_cow_staging_blocks_of_a_reflinked_file)
+{
+	const size_t size = 2 << 20, at = 4096, len = 4096;
+	const uint64_t cow = 1 << 20;
+	char *ps = test_path("cow-source"), *pv = test_path("cow-verity");
+	char before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
+	unsigned char *data = random_buf(size, 0xc0f);
+	uint64_t free_before, free_after;
+	char out[4096];
+	int fs, fv, alg;
+
+	need_xfs();
+	unlink(ps);
+	unlink(pv);
+	write_file(ps, data, size);
+	fs = open(ps, O_RDONLY);
+	fv = open(pv, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK_OK(fs);
+	CHECK_OK(fv);
+	CHECK_OK(ioctl(fv, FICLONE, fs));
+	close(fs);
+	close(fv);
+	/* the write stages [0, 1 MiB) and fsync uses 4 KiB of it */
+	if (run_cmd(out, sizeof(out), "xfs_io -c 'cowextsize %llu' "
+		    "-c 'pwrite -q -S 0x5a %zu %zu' -c fsync '%s'",
+		    (unsigned long long)cow, at, len, pv))
+		fail("xfs_io cowextsize, pwrite, fsync: %s", out);
+	memset(data + at, 0x5a, len);
+	sync();
+	free_before = free_bytes(pv);
+
+	must_enable(pv, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	sync();
+	free_after = free_bytes(pv);
+	if (free_after < free_before + cow / 2)
+		fail("the enable freed %lld bytes, want the COW fork's staging "
+		     "(%llu bytes less the 4 KiB written) less the metadata",
+		     (long long)(free_after - free_before),
+		     (unsigned long long)cow);
+	note("the enable freed %llu bytes",
+	     (unsigned long long)(free_after - free_before));
+	kernel_digest_hex(pv, before, &alg);
+	remount();
+	kernel_digest_hex(pv, after, &alg);
+	CHECK(!strcmp(before, after));
+	check_contents(pv, data, size);
+	unlink(ps);
+	unlink(pv);
+	free(data);
+}
+
 /* statx's STATX_ATTR_VERITY and FS_IOC_GETFLAGS' FS_VERITY_FL, also after a remount */
 TEST(statx_and_getflags_report_verity)
 {
@@ -883,14 +954,16 @@ enum damage {
 	STORED_SIZE,	/* the be32 at the data fork's end := @value */
 	FILE_SIZE,	/* di_size := @value, so M moves past the metadata */
 	RESERVED_BYTE,	/* a reserved byte of the descriptor := @value */
+	DESC_HEAD,	/* version, hash algorithm, log_blocksize, salt size */
 };
 
 struct bad_metadata {
 	const char *what;
 	uint64_t data_size;	/* of the file sealed first */
 	enum damage damage;
-	uint32_t value;
+	uint64_t value;
 	int err;		/* what open() gives */
+	bool valid;		/* a descriptor another kernel could use */
 };
 
 /* offset of __reserved in struct fsverity_descriptor */
@@ -906,8 +979,9 @@ static void damage(const struct bad_metadata *c, uint64_t trailer, ino_t ino)
 		break;
 	case FILE_SIZE:
 		if (run_cmd(out, sizeof(out), "xfs_db -x -c 'inode %llu' "
-			    "-c 'write core.size %u' " SPARE_DEV,
-			    (unsigned long long)ino, c->value))
+			    "-c 'write core.size %llu' " SPARE_DEV,
+			    (unsigned long long)ino,
+			    (unsigned long long)c->value))
 			fail("xfs_db write core.size: %s", out);
 		break;
 	case RESERVED_BYTE:
@@ -915,31 +989,47 @@ static void damage(const struct bad_metadata *c, uint64_t trailer, ino_t ino)
 		dev_put_be32(trailer - (fs_block_size() - 4) + DESC_RESERVED,
 			     c->value);
 		break;
+	case DESC_HEAD:
+		dev_put_be32(trailer - (fs_block_size() - 4), c->value);
+		break;
 	}
 }
 
 static void bad_metadata_body(void)
 {
 	uint32_t fsbs = fs_block_size();
+	/* the descriptor's first four bytes, as enable wrote them: v1, no salt */
+	uint32_t head = 0x01000000 | FS_VERITY_HASH_ALG_SHA256 << 16 |
+			__builtin_ctz(merkle_bs()) << 8;
 	const struct bad_metadata cases[] = {
 		/* a descriptor is at least 256 bytes */
-		{ "size zero", 300000, STORED_SIZE, 0, ERANGE },
-		{ "size below 256", 300000, STORED_SIZE, 255, ERANGE },
+		{ "size zero", 300000, STORED_SIZE, 0, ERANGE, false },
+		{ "size below 256", 300000, STORED_SIZE, 255, ERANGE, false },
 		{ "size above FS_VERITY_MAX_DESCRIPTOR_SIZE", 300000,
-		  STORED_SIZE, 16385, ERANGE },
+		  STORED_SIZE, 16385, ERANGE, false },
 		/* an empty file: M = 0, the size's own position is fsbs - 4 */
-		{ "size above its own position", 0, STORED_SIZE, fsbs, ERANGE },
+		{ "size above its own position", 0, STORED_SIZE, fsbs, ERANGE, false },
 		/* no tree: the descriptor is at M, its size at M + fsbs - 4 */
-		{ "size reaching below M", 100, STORED_SIZE, fsbs, ERANGE },
+		{ "size reaching below M", 100, STORED_SIZE, fsbs, ERANGE, false },
 		/* the descriptor then starts a block early, in the gap after
 		 * the tree: zeroes, which fs-verity refuses as a descriptor */
 		{ "size placing the descriptor a block early", 300000,
-		  STORED_SIZE, 256 + fsbs, EINVAL },
+		  STORED_SIZE, 256 + fsbs, EINVAL, false },
 		/* M = 1 MiB, past everything stored */
 		{ "last extent ending below M", 100, FILE_SIZE, 1 << 20,
-		  ENODATA },
+		  ENODATA, false },
 		{ "a reserved byte of the descriptor set", 300000,
-		  RESERVED_BYTE, 0x01010101, EINVAL },
+		  RESERVED_BYTE, 0x01010101, EINVAL, false },
+		/* round_up() to M would overflow: refused before it */
+		{ "a file size past 2^53", 300000, FILE_SIZE,
+		  0x7ffffffffffff000ULL, ERANGE, false },
+		/* Merkle blocks larger than the filesystem's: no kernel's */
+		{ "Merkle blocks larger than a filesystem block", 300000,
+		  DESC_HEAD, (head & ~0xff00U) | 16 << 8, EINVAL, false },
+		/* valid, from a kernel that knows a third algorithm: EINVAL
+		 * as on ext4, not damage */
+		{ "a hash algorithm this kernel does not know", 300000,
+		  DESC_HEAD, (head & ~0xff0000U) | 3 << 16, EINVAL, true },
 	};
 	const size_t n = sizeof(cases) / sizeof(cases[0]);
 	uint64_t trailer[sizeof(cases) / sizeof(cases[0])];
@@ -978,11 +1068,17 @@ static void bad_metadata_body(void)
 			     errno_name(cases[i].err));
 		run_cmd(out, sizeof(out), "xfs_spaceman -c 'health -i %llu' "
 			SPARE_MNT, (unsigned long long)ino[i]);
-		if (!strstr(out, "fs-verity metadata: unhealthy"))
+		if (!cases[i].valid &&
+		    !strstr(out, "fs-verity metadata: unhealthy"))
 			fail("%s: the inode is not marked sick: %s",
 			     cases[i].what, out);
-		note("%s: open fails with %s, inode sick", cases[i].what,
-		     errno_name(cases[i].err));
+		if (cases[i].valid &&
+		    strstr(out, "fs-verity metadata: unhealthy"))
+			fail("%s: a valid file is marked sick: %s",
+			     cases[i].what, out);
+		note("%s: open fails with %s, inode %s", cases[i].what,
+		     errno_name(cases[i].err),
+		     cases[i].valid ? "not sick" : "sick");
 	}
 	spare_umount_and_repair();
 }
@@ -990,13 +1086,16 @@ static void bad_metadata_body(void)
 /*
  * Verity metadata damaged on the unmounted device into what the layout
  * cannot have written -- the descriptor's stored size, the file size that
- * places the tree, the descriptor's body: every open fails with the errno
+ * places the tree (also one past 2^53, where finding the tree would
+ * overflow), the descriptor's body: every open fails with the errno
  * Documentation gives, the inode is marked sick (xfs_spaceman's health
  * report, from bulkstat), and the kernel stays quiet but for rate-limited
- * lines (the runner fails on any splat).  xfs_repair -n finds nothing: it
- * does not read fs-verity metadata.
+ * lines (the runner fails on any splat).  A valid descriptor this kernel
+ * cannot use (a hash algorithm it does not know) is refused with EINVAL,
+ * as on ext4, and the inode is not marked: it is not damaged.  xfs_repair
+ * -n finds nothing: it does not read fs-verity metadata.
  */
-TEST_TIMEOUT(damaged_verity_metadata_fails_to_open_and_marks_the_inode_sick, 300)
+TEST_TIMEOUT(damaged_verity_metadata_marks_the_inode_sick_and_a_valid_unusable_one_does_not, 300)
 {
 	on_spare_xfs(bad_metadata_body);
 }
