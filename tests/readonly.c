@@ -2,13 +2,15 @@
 /*
  * A verity file's contents are read-only (no open for write, no truncation)
  * while its metadata is not (mode, owner, timestamps, xattrs, names); direct
- * I/O falls back to buffered reads of verified data; and the file is reported
+ * I/O falls back to buffered reads of verified data, also a direct read that
+ * waited for the enable's commit; and the file is reported
  * as verity by statx (STATX_ATTR_VERITY) and FS_IOC_GETFLAGS (FS_VERITY_FL),
  * a flag FS_IOC_SETFLAGS can neither set nor clear.
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/xattr.h>
 
@@ -236,4 +238,140 @@ TEST(setflags_cannot_change_verity_flag)
 	CHECK(path_has_statx_verity(v.path));
 	CHECK(!path_has_statx_verity(plain));
 	check_intact(&v, v.path);
+}
+
+/*
+ * A direct read that waits for an enable to finish must not read the
+ * sealed file directly.  The filesystems test "is it verity?" twice: once
+ * before i_rwsem (xfs_file_read_iter()), and, on ext4 and now XFS, again
+ * under it; the enable holds i_rwsem while the filesystem commits verity.
+ * A reader that asked before the commit and got the lock after it must see
+ * the file as verity and read through the page cache.
+ *
+ * The commit is made slow on a filesystem of its own on the spare disk
+ * behind dm-delay (writes delayed, reads not): the tree's writeback and
+ * the journal's commit keep i_rwsem held for seconds.  A reader drops page
+ * 0 from the cache and reads it with O_DIRECT in a loop meanwhile; a read
+ * that waited for the lock and left page 0 uncached was a direct one.
+ */
+#define DIO_DEV		"/dev/vde"
+#define DIO_MNT		"/mnt/readonly-spare"
+#define DIO_DM		"fsv-readonly-delay"
+#define DIO_DMSETUP	"DM_DISABLE_UDEV=1 dmsetup"
+#define DIO_SECTORS	"1048576"	/* 512 MiB: mkfs.xfs wants 300 MB */
+#define DIO_WRITE_MS	1500		/* per write bio */
+#define DIO_FILE_SIZE	(8 << 20)
+#define DIO_BODY_SECS	150
+
+static void dio_make_the_filesystem(const char *file)
+{
+	char table[256];
+
+	if (!strcmp(env.fs, "xfs"))
+		must_run("mkfs.xfs", "mkfs.xfs -f -q -i verity=1 -d size=512m " DIO_DEV);
+	else
+		must_run("mkfs.ext4", "mkfs.ext4 -q -F -O verity -E nodiscard "
+			 DIO_DEV " 512M");
+	mkdir(DIO_MNT, 0755);
+	CHECK_OK(mount(DIO_DEV, DIO_MNT, env.fs, 0, NULL));
+	make_file(file, DIO_FILE_SIZE, 31);
+	CHECK_OK(umount(DIO_MNT));
+	snprintf(table, sizeof(table),
+		 DIO_DMSETUP " create " DIO_DM " --table '0 " DIO_SECTORS
+		 " delay " DIO_DEV " 0 0 " DIO_DEV " 0 %d'", DIO_WRITE_MS);
+	must_run("dm-delay", table);
+	CHECK_OK(mount("/dev/mapper/" DIO_DM, DIO_MNT, env.fs, 0, NULL));
+}
+
+/* is the file's page 0 in the page cache? */
+static bool dio_page0_cached(int fd)
+{
+	unsigned char vec = 0;
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		fail("mmap: %s", strerror(errno));
+	CHECK_OK(mincore(p, 4096, &vec));
+	munmap(p, 4096);
+	return vec & 1;
+}
+
+static void dio_body(void)
+{
+	const char *file = DIO_MNT "/verity";
+	unsigned char want[4096], *buf;
+	double waited = 0;
+	int fd_direct, fd, status, reads = 0, waits = 0;
+	pid_t enabler;
+
+	dio_make_the_filesystem(file);
+	fd = CHECK_OK(open(file, O_RDONLY));
+	CHECK_OK(pread(fd, want, 4096, 0));
+	fd_direct = CHECK_OK(open(file, O_RDONLY | O_DIRECT));
+	CHECK(!posix_memalign((void **)&buf, 4096, 4096));
+
+	enabler = CHECK_OK(fork());
+	if (enabler == 0) {
+		/* a failing reader takes the enable with it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(enable_verity_path(file, FS_VERITY_HASH_ALG_SHA256, 12,
+					 NULL, 0));
+	}
+	while (waitpid(enabler, &status, WNOHANG) == 0) {
+		double t;
+		ssize_t n;
+
+		if (posix_fadvise(fd, 0, 4096, POSIX_FADV_DONTNEED))
+			fail("posix_fadvise DONTNEED failed");
+		t = mono_now();
+		n = pread(fd_direct, buf, 4096, 0);
+		t = mono_now() - t;
+		if (n != 4096 || memcmp(buf, want, 4096))
+			fail("O_DIRECT read during the enable: %zd bytes (%s)%s",
+			     n, n < 0 ? strerror(errno) : "-",
+			     n == 4096 ? ", not the file's" : "");
+		reads++;
+		/*
+		 * A read that waited and finds the file verity waited for the
+		 * commit: S_VERITY is set at its end, at least one delayed
+		 * write after it began, and it excludes readers throughout.
+		 * (A wait for ->begin_enable_verity() ends before the build.)
+		 */
+		if (t >= DIO_WRITE_MS / 2000.0 && path_has_statx_verity(file)) {
+			waits++;
+			waited = t;
+			if (!dio_page0_cached(fd))
+				fail("an O_DIRECT read that waited %.1f s for the enable's commit read the file directly (page 0 not cached): unverified",
+				     t);
+		}
+		usleep(20000);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("FS_IOC_ENABLE_VERITY: %s", WIFEXITED(status) ?
+		     errno_name(WEXITSTATUS(status)) : "killed");
+	if (!waits)
+		fail("none of %d O_DIRECT reads waited for the enable's commit: nothing proved",
+		     reads);
+	note("%d O_DIRECT reads during the enable, %d waited for its commit (the last %.1f s), each then read through the page cache",
+	     reads, waits, waited);
+	free(buf);
+	close(fd_direct);
+	close(fd);
+}
+
+static void dio_cleanup(void)
+{
+	/* a killed enable may hold the mount for a moment */
+	for (int i = 0; i < 50 && umount(DIO_MNT) && errno == EBUSY; i++)
+		usleep(200000);
+	run_cmd(NULL, 0, DIO_DMSETUP " remove " DIO_DM " 2>/dev/null");
+}
+
+TEST_TIMEOUT(a_direct_read_that_waits_for_an_enable_reads_through_the_page_cache,
+	     DIO_BODY_SECS + 30)
+{
+	if (strcmp(env.fs, "ext4") && strcmp(env.fs, "xfs"))
+		skip("makes its own filesystem on %s: run in the ext4 and xfs passes",
+		     DIO_DEV);
+	with_cleanup(dio_body, dio_cleanup, DIO_BODY_SECS);
 }
