@@ -5,26 +5,39 @@
 # fsv.fs=ext4,f2fs on the kernel command line limits it to those.  XFS runs
 # only on a kernel with XFS fs-verity (ours): mainline has none, so its XFS
 # rows compare the verity file with the plain file of the same boot.
-# ext4-delay: ext4 on vdb behind dm-delay (10 ms a read bio, writes not
-# delayed), a disk with real latency; only cold sequential reads of 64 MiB
-# ("fsvbench DIR seqread"), on every kernel.
+# ext4-delay, f2fs-delay, xfs-delay: that filesystem on vdb behind dm-delay
+# (10 ms a read bio, writes not delayed), a disk with real latency; only
+# cold sequential reads of 64 MiB ("fsvbench DIR seqread").
 # the disks' request queues (BLK_QUEUES on the host), for the record
 echo "BENCH-INFO vda has $(ls /sys/block/vda/mq | wc -l) request queue(s)"
 only=$(sed -n 's/.*fsv\.fs=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
-for spec in ext4:/dev/vda:mkfs.ext4+-F+-q+-O+verity \
-	    f2fs:/dev/vdc:mkfs.f2fs+-f+-q+-O+extra_attr,verity \
-	    btrfs:/dev/vdd:mkfs.btrfs+-f+-q \
-	    xfs:/dev/vdf:mkfs.xfs+-f+-q+-i+verity=1; do
-	name=${spec%%:*}; rest=${spec#*:}
-	case " ${only:-$name} " in *" $name "*) ;; *) continue ;; esac
-	if [ "$name" = xfs ] && ! grep -q ' xfs_fsverity_' /proc/kallsyms; then
-		echo "BENCH-INFO xfs: this kernel has no XFS fs-verity"
-		continue
+dm="DM_DISABLE_UDEV=1 dmsetup"
+
+mkfs_cmd() {
+	case $1 in
+	ext4) echo "mkfs.ext4 -F -q -O verity" ;;
+	f2fs) echo "mkfs.f2fs -f -q -O extra_attr,verity" ;;
+	btrfs) echo "mkfs.btrfs -f -q" ;;
+	xfs) echo "mkfs.xfs -f -q -i verity=1" ;;
+	esac
+}
+
+# is row $1 (filesystem $2) asked for, and can this kernel run it?
+wanted() {
+	case " ${only:-$1} " in *" $1 "*) ;; *) return 1 ;; esac
+	if [ "$2" = xfs ] && ! grep -q ' xfs_fsverity_' /proc/kallsyms; then
+		echo "BENCH-INFO $1: this kernel has no XFS fs-verity"
+		return 1
 	fi
-	dev=${rest%%:*}; mkfs=$(echo "${rest#*:}" | tr '+' ' ')
+}
+
+for spec in ext4:/dev/vda f2fs:/dev/vdc btrfs:/dev/vdd xfs:/dev/vdf; do
+	name=${spec%%:*} dev=${spec#*:}
+	wanted "$name" "$name" || continue
 	mnt=/mnt/$name
 	mkdir -p "$mnt"
-	if ! $mkfs "$dev" >/dev/null 2>&1 || ! mount -t "$name" "$dev" "$mnt"; then
+	if ! $(mkfs_cmd "$name") "$dev" >/dev/null 2>&1 ||
+	   ! mount -t "$name" "$dev" "$mnt"; then
 		echo "BENCH-FAIL $name: cannot make or mount $dev"
 		continue
 	fi
@@ -32,16 +45,18 @@ for spec in ext4:/dev/vda:mkfs.ext4+-F+-q+-O+verity \
 	umount "$mnt"
 done
 
-case " ${only:-ext4-delay} " in *" ext4-delay "*)
-	dm="DM_DISABLE_UDEV=1 dmsetup" mnt=/mnt/ext4-delay
+for fs in ext4 f2fs xfs; do
+	name=$fs-delay
+	wanted "$name" "$fs" || continue
+	mnt=/mnt/$name
 	mkdir -p "$mnt"
-	if mkfs.ext4 -F -q -O verity /dev/vdb >/dev/null 2>&1 &&
+	if $(mkfs_cmd "$fs") /dev/vdb >/dev/null 2>&1 &&
 	   eval "$dm create fsv-delay --table '0 $(cat /sys/block/vdb/size) delay /dev/vdb 0 10 /dev/vdb 0 0'" &&
-	   mount -t ext4 /dev/mapper/fsv-delay "$mnt"; then
-		/bench/fsvbench "$mnt" seqread | sed "s/^BENCH /BENCH ext4-delay /"
+	   mount -t "$fs" /dev/mapper/fsv-delay "$mnt"; then
+		/bench/fsvbench "$mnt" seqread | sed "s/^BENCH /BENCH $name /"
 		umount "$mnt"
 	else
-		echo "BENCH-FAIL ext4-delay: cannot put ext4 on dm-delay over /dev/vdb"
+		echo "BENCH-FAIL $name: cannot put $fs on dm-delay over /dev/vdb"
 	fi
 	eval "$dm remove fsv-delay" 2>/dev/null
-esac
+done
