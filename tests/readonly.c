@@ -3,9 +3,9 @@
  * A verity file's contents are read-only (no open for write, no truncation)
  * while its metadata is not (mode, owner, timestamps, xattrs, names); direct
  * I/O falls back to buffered reads of verified data, also a direct read that
- * waited for the enable's commit; and the file is reported
- * as verity by statx (STATX_ATTR_VERITY) and FS_IOC_GETFLAGS (FS_VERITY_FL),
- * a flag FS_IOC_SETFLAGS can neither set nor clear.
+ * waited for the enable's commit; and the file is reported as verity by
+ * statx (STATX_ATTR_VERITY) and FS_IOC_GETFLAGS (FS_VERITY_FL), a flag
+ * FS_IOC_SETFLAGS can neither set nor clear.
  */
 #include "vutil.h"	/* first: defines _GNU_SOURCE */
 
