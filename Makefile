@@ -1,10 +1,11 @@
 # Front door.  KERNEL=ours|upstream (default ours), DEBUG=1 for sanitizers,
-# NOSIG=1 for a kernel without built-in signatures.
+# NOSIG=1 for a kernel without built-in signatures, NOVERITY=1 without fs-verity.
 #   make run      boot ours with four verity filesystems (demo if no terminal)
 #   make check    the gate: ours built once, booted twice, the lint, a
 #                 short power cut run; one line per test, "N passed, N failed"
-#   make check-all  the gate, then the kernel without signatures, the
-#                 sanitized one, compat against mainline, the power cuts
+#   make check-all  the gate, then the kernels without signatures and
+#                 without fs-verity, the sanitized one, compat against
+#                 mainline, the power cuts
 #   make bench    ours vs mainline, alternating boots (build/bench/)
 #   make soak     long robustness runs: soak, hostile metadata, faults, power cuts
 #   make series   export + verify the patch series (build/series/);
@@ -13,7 +14,7 @@
 #   make xfsprogs Debian's xfsprogs + userspace/xfsprogs/*.patch (build/xfsprogs/)
 KERNEL ?= ours
 DEBUG ?= 0
-export KERNEL DEBUG NOSIG TESTS FS ONLY
+export KERNEL DEBUG NOSIG NOVERITY TESTS FS ONLY
 
 .PHONY: all run check check-all series kernel initramfs xfsprogs bench soak deps clean
 

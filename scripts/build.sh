@@ -1,7 +1,8 @@
 #!/bin/bash
-# Build one kernel: [NOSIG=1] scripts/build.sh ours|upstream [DEBUG=0|1]
-# Output: build/<kernel>[-debug][-nosig]/bzImage (+ .config next to it).
+# Build one kernel: [NOSIG=1] [NOVERITY=1] scripts/build.sh ours|upstream [DEBUG=0|1]
+# Output: build/<kernel>[-debug][-nosig][-noverity]/bzImage (+ .config next to it).
 # NOSIG=1 adds kernel/config/nosig.config: no built-in signatures.
+# NOVERITY=1 adds kernel/config/noverity.config: no fs-verity at all.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,6 +11,7 @@ debug=${2:-0}
 case $kernel in ours|upstream) ;; *) echo "build: KERNEL must be ours or upstream" >&2; exit 2 ;; esac
 suffix=; [ "$debug" = 1 ] && suffix=-debug
 [ "${NOSIG:-0}" = 1 ] && suffix=$suffix-nosig
+[ "${NOVERITY:-0}" = 1 ] && suffix=$suffix-noverity
 name=$kernel$suffix
 src=$top/build/src/$kernel
 obj=$top/build/obj/$name
@@ -18,6 +20,7 @@ log=$top/build/logs/build-$name.log
 frags="$top/kernel/config/base.config"
 [ "$debug" = 1 ] && frags="$frags $top/kernel/config/debug.config"
 [ "${NOSIG:-0}" = 1 ] && frags="$frags $top/kernel/config/nosig.config"
+[ "${NOVERITY:-0}" = 1 ] && frags="$frags $top/kernel/config/noverity.config"
 
 mkdir -p "$top/build/logs" "$obj" "$out"
 # one kernel build at a time on this machine (tree.sh also runs under it)

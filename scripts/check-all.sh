@@ -6,6 +6,9 @@
 #             defaults: ours, both boots, the lint
 #   nosig     ours without built-in signatures (NOSIG=1): the signature and
 #             error tests (lines nosig/...; NOSIG_CHECK=0 skips it)
+#   noverity  ours without CONFIG_FS_VERITY (NOVERITY=1): it builds, and
+#             mounts a verity XFS read-only only, first mount and
+#             remount,rw (lines noverity/setup/xfs*; NOVERITY_CHECK=0 skips it)
 #   debug     ours sanitized (DEBUG=1: KASAN, UBSAN, lockdep, kmemleak, fault
 #             injection): DEBUG_TESTS on all filesystems but xfs-1k (lines
 #             debug/...; DEBUG_CHECK=0 skips it)
@@ -27,7 +30,7 @@ name=ours
 mkdir -p "$top/build/logs"
 results=$top/build/logs/check-all.results
 : >"$results"
-unset KERNEL DEBUG NOSIG TESTS FS
+unset KERNEL DEBUG NOSIG NOVERITY TESTS FS
 
 stage gate -- env POWERCUT=0 CHECK_SOAK_SECONDS=30 CHECK_HOSTILE_ROUNDS=13 \
 	"$top/scripts/check.sh"
@@ -36,6 +39,12 @@ stage gate -- env POWERCUT=0 CHECK_SOAK_SECONDS=30 CHECK_HOSTILE_ROUNDS=13 \
 # everything else still works
 [ "${NOSIG_CHECK:-1}" = 0 ] ||
 	stage nosig nosig -- env NOSIG=1 TESTS="signature errors" \
+		"$top/scripts/check-kernel.sh"
+
+# without fs-verity at all: every test on XFS skips, the verdicts are the
+# setup steps' refusals; the run keeps to XFS, whose check is ours
+[ "${NOVERITY_CHECK:-1}" = 0 ] ||
+	stage noverity noverity -- env NOVERITY=1 TESTS=smoke FS="xfs xfs-1k" \
 		"$top/scripts/check-kernel.sh"
 
 # on the sanitized kernel, on the filesystems but xfs-1k (ext4-1k covers

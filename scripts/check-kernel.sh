@@ -2,7 +2,7 @@
 # One kernel's guest suite: build it, boot it twice on fresh disks (boot 1
 # makes the filesystems, boot 2 only mounts them), every test on every
 # filesystem.
-#   KERNEL=ours|upstream DEBUG=0|1 NOSIG=0|1 TESTS="a b" FS="ext4 f2fs"
+#   KERNEL=ours|upstream DEBUG=0|1 NOSIG=0|1 NOVERITY=0|1 TESTS="a b" FS="ext4 f2fs"
 #   ONLY="area/test ..." (in those areas, only those tests)
 #   [CHECK_SOAK_SECONDS=s] [CHECK_HOSTILE_ROUNDS=n] scripts/check-kernel.sh
 # One PASS/FAIL/SKIP line per test, gated by tests/expected-skips and
@@ -21,6 +21,7 @@ kernel=${KERNEL:-ours}
 debug=${DEBUG:-0}
 suffix=; [ "$debug" = 1 ] && suffix=-debug
 [ "${NOSIG:-0}" = 1 ] && suffix=$suffix-nosig
+[ "${NOVERITY:-0}" = 1 ] && suffix=$suffix-noverity
 name=$kernel$suffix
 # per boot; a debug (KASAN, lockdep) kernel is several times slower
 timeout=${CHECK_TIMEOUT:-$([ "$debug" = 1 ] && echo 3600 || echo 2700)}

@@ -107,7 +107,7 @@ times_table() {
 	for v in TESTS FS; do
 		[ -z "${!v:-}" ] || settings="$settings $v=\"${!v}\""
 	done
-	for v in DEBUG NOSIG; do
+	for v in DEBUG NOSIG NOVERITY; do
 		[ "${!v:-0}" = 0 ] || settings="$settings $v=${!v}"
 	done
 	for v in POWERCUT LINT; do
