@@ -11,6 +11,8 @@
  *  - blocks past EOF: left by a crashed enable, they are removed by the
  *    next one (xfs_repair -n clean after); data may not exceed 2^53 bytes
  *    (EFBIG);
+ *  - a failed commit of the verity flag (the log shut down during it)
+ *    leaves nothing in core claiming verity;
  *  - O_DIRECT reads fall back to buffered ones: verified data, EIO for a
  *    damaged block, holes as verified zeroes; statx offers no direct I/O
  *    alignment for a verity file, also before its first open;
@@ -21,8 +23,9 @@
  *    reports the feature from the kernel's XFS_IOC_FSGEOMETRY;
  *  - quota charges the tree's blocks to the file's owner: past a hard
  *    limit the enable fails with EDQUOT and changes nothing (on a spare
- *    XFS on /dev/vde, mounted with user quota); on a full filesystem it
- *    fails with ENOSPC and changes nothing either.
+ *    XFS on /dev/vde, mounted with user quota), but only after the
+ *    preallocation of the owner's other files was freed for it; on a full
+ *    filesystem it fails with ENOSPC and changes nothing either.
  *
  * The area runs on the XFS filesystems only (tests/expected-skips).
  */
@@ -34,11 +37,18 @@
 #include <linux/fs.h>
 #include <linux/fsverity.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/quota.h>
 #include <sys/statvfs.h>
 
 #define START_ALIGN	65536			/* XFS_FSVERITY_START_ALIGN */
 #define LARGEST_FILE	((uint64_t)1 << 53)	/* XFS_FSVERITY_LARGEST_FILE */
+#ifndef FS_XFLAG_VERITY
+#define FS_XFLAG_VERITY	0x00020000	/* our series; mainline after 6.12 */
+#endif
+/* <xfs/xfs_fs.h>, which the guest's build has no package for */
+#define XFS_IOC_GOINGDOWN_			_IOR('X', 125, uint32_t)
+#define XFS_FSOP_GOING_FLAGS_NOLOGFLUSH_	0x2
 
 static uint64_t round_up_to(uint64_t x, uint64_t a)
 {
@@ -881,6 +891,235 @@ TEST_TIMEOUT(enable_on_a_full_filesystem_is_enospc_and_changes_nothing, 300)
 TEST_TIMEOUT(quota_charges_the_tree_and_a_full_quota_refuses_the_enable, 300)
 {
 	on_spare_xfs(quota_body);
+}
+
+/*
+ * Another file of the owner holds speculative preallocation past its EOF
+ * (blocks XFS takes ahead of an appending writer and trims later): the
+ * tree's writes that find the quota full are retried once after XFS frees
+ * such blocks, as a buffered write of the same size would be.  Shown by
+ * the growing file's blocks: its preallocation is gone after the enable.
+ * On a kernel without the retry, the control shows the enable refused
+ * what a write got.
+ */
+static void prealloc_quota_body(void)
+{
+	const char *grow = SPARE_MNT "/growing", *p = SPARE_MNT "/owned";
+	const char *ctl = SPARE_MNT "/control";
+	static unsigned char chunk[256 << 10];
+	char k[2 * MAX_DIGEST + 1], u[2 * MAX_DIGEST + 1];
+	unsigned char *data = malloc(QUOTA_DATA);
+	uint64_t grow_before, grow_after, used;
+	int alg, fd, ctl_fd, err;
+
+	CHECK(data != NULL);
+	spare_mkfs_and_mount("uquota");
+	fill_random(data, QUOTA_DATA, 0x9a1c);
+	write_file(p, data, QUOTA_DATA);
+	ctl_fd = CHECK_OK(open(ctl, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+	CHECK_OK(fchown(ctl_fd, QUOTA_UID, QUOTA_UID));
+	sync();
+	CHECK_OK(chown(p, QUOTA_UID, QUOTA_UID));
+
+	/* 16 MiB appended in 256 KiB writes, on disk, the file kept open */
+	fd = CHECK_OK(open(grow, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+	CHECK_OK(fchown(fd, QUOTA_UID, QUOTA_UID));
+	fill_random(chunk, sizeof(chunk), 0x9a1d);
+	for (int i = 0; i < 64; i++)
+		CHECK(write(fd, chunk, sizeof(chunk)) == sizeof(chunk));
+	CHECK_OK(fsync(fd));
+	grow_before = st_blocks(grow);
+	if (grow_before < (16 << 20) / 512 + 256)
+		fail("premise: no speculative preallocation past EOF (%llu blocks for 16 MiB)",
+		     (unsigned long long)grow_before);
+
+	/* room for one more 4 KiB block: the tree fits only without it */
+	used = quota_usage(-1);
+	quota_usage(used + 8);
+	err = enable_verity_path(p, FS_VERITY_HASH_ALG_SHA256,
+				 ilog2_u32(merkle_bs()), NULL, 0);
+	grow_after = st_blocks(grow);
+	if (err == EDQUOT) {
+		/* the control: a buffered write of 64 KiB by the same owner */
+		ssize_t n = pwrite(ctl_fd, chunk, 64 << 10, 0);
+
+		fail("enable: EDQUOT, with %llu blocks of 512 bytes past the growing file's EOF; a buffered write of 64 KiB then %s (%s), leaving %llu there",
+		     (unsigned long long)(grow_after - (16 << 20) / 512),
+		     n == 64 << 10 ? "succeeded" : "failed too",
+		     n < 0 ? strerror(errno) : "-",
+		     (unsigned long long)(st_blocks(grow) - (16 << 20) / 512));
+	}
+	if (err)
+		fail("enable: %s", strerror(err));
+	if (grow_after >= grow_before)
+		fail("the enable succeeded, but the growing file still has its %llu blocks: nothing was freed",
+		     (unsigned long long)grow_after);
+	note("the growing file's blocks %llu -> %llu: its preallocation was freed for the tree",
+	     (unsigned long long)grow_before, (unsigned long long)grow_after);
+	kernel_digest_hex(p, k, &alg);
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0, u);
+	CHECK(!strcmp(k, u));
+	check_contents(p, data, QUOTA_DATA);
+	used = quota_usage(-1);
+	if (used != st_blocks(p) + st_blocks(grow) + st_blocks(ctl))
+		fail("%llu blocks charged, the owner's files have %llu",
+		     (unsigned long long)used,
+		     (unsigned long long)(st_blocks(p) + st_blocks(grow) +
+					  st_blocks(ctl)));
+	close(fd);
+	close(ctl_fd);
+	free(data);
+	spare_umount_and_repair();
+}
+
+/* Tree writes past a full quota are retried after other files' preallocation is freed */
+TEST_TIMEOUT(enable_frees_other_files_preallocation_when_the_quota_is_full, 300)
+{
+	on_spare_xfs(prealloc_quota_body);
+}
+
+/*
+ * The transaction that sets XFS_DIFLAG2_VERITY fails: the log shuts down
+ * while it commits.  The enable fails, and nothing in core says verity:
+ * not i_diflags2 (FS_IOC_FSGETXATTR, FS_IOC_GETFLAGS), not S_VERITY
+ * (FS_IOC_MEASURE_VERITY).  After a remount, log recovery decides: the file
+ * is verity with the right digest if the flag reached the log, or plain,
+ * and then the next enable seals it.  The commit is caught by the
+ * xfs_log_force trace event of the transaction's synchronous commit, with
+ * the spare disk behind dm-delay so that the log write takes a second.
+ */
+#define SEAL_DM		"fsv-xfs-seal-delay"
+#define SEAL_DMSETUP	"DM_DISABLE_UDEV=1 dmsetup"
+#define SEAL_DATA	(1 << 20)
+
+/* the xfs_log_force trace line of a transaction's commit on device @devno */
+static bool seal_commit_forced(const char *devno)
+{
+	FILE *f = fopen(TRACEFS "/trace", "r");
+	char line[512], want[48];
+	bool found = false;
+
+	if (!f)
+		fail("open trace: %s", strerror(errno));
+	snprintf(want, sizeof(want), "dev %s ", devno);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "xfs_log_force:") && strstr(line, want) &&
+			strstr(line, "__xfs_trans_commit");
+	fclose(f);
+	return found;
+}
+
+/* say what the trace holds (for a premise that failed) */
+static void seal_trace_note(void)
+{
+	FILE *f = fopen(TRACEFS "/trace", "r");
+	char line[512];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (line[0] != '#')
+			note("trace: %s", line);
+	if (f)
+		fclose(f);
+}
+
+static void seal_body(void)
+{
+	const char *p = SPARE_MNT "/sealed";
+	unsigned char *data = malloc(SEAL_DATA), d[MAX_DIGEST];
+	char devno[32], k[2 * MAX_DIGEST + 1], u[2 * MAX_DIGEST + 1];
+	struct fsxattr fsx;
+	int alg, size, fd, status, err, flags = 0;
+	uint32_t how = XFS_FSOP_GOING_FLAGS_NOLOGFLUSH_;
+	double t0;
+	pid_t enabler;
+
+	CHECK(data != NULL);
+	spare_mkfs_and_mount("");
+	fill_random(data, SEAL_DATA, 0x5ea1);
+	write_file(p, data, SEAL_DATA);
+	spare_umount();
+	must_run("dm-delay", SEAL_DMSETUP " create " SEAL_DM " --table \"0 $(blockdev --getsz "
+		 SPARE_DEV ") delay " SPARE_DEV " 0 0 " SPARE_DEV " 0 1000\"");
+	if (mount("/dev/mapper/" SEAL_DM, SPARE_MNT, "xfs", 0, NULL))
+		fail("mount /dev/mapper/" SEAL_DM ": %s", strerror(errno));
+	dev_numbers("/dev/mapper/" SEAL_DM, devno, sizeof(devno));
+	put_str(TRACEFS "/trace", "");
+	put_str(TRACEFS "/events/xfs/xfs_log_force/enable", "1");
+
+	fd = CHECK_OK(open(p, O_RDONLY));
+	enabler = CHECK_OK(fork());
+	if (enabler == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(enable_verity(fd, FS_VERITY_HASH_ALG_SHA256,
+				    ilog2_u32(merkle_bs()), NULL, 0, NULL, 0));
+	}
+	t0 = mono_now();
+	while (!seal_commit_forced(devno)) {
+		if (waitpid(enabler, &status, WNOHANG) == enabler)
+			fail("premise: the enable ended (%s) before its commit was seen",
+			     WIFEXITED(status) ? errno_name(WEXITSTATUS(status)) : "killed");
+		if (mono_now() - t0 > 60)
+			fail("premise: no commit of the verity flag in 60 s");
+		usleep(10000);
+	}
+	CHECK_OK(ioctl(fd, XFS_IOC_GOINGDOWN_, &how));
+	put_str(TRACEFS "/events/xfs/xfs_log_force/enable", "0");
+	CHECK_OK(waitpid(enabler, &status, 0));
+	err = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	if (err == 0) {
+		seal_trace_note();
+		fail("premise: the enable succeeded: its commit ended before the shutdown");
+	}
+	if (err != EIO)
+		fail("enable with the log shut down during its commit: %s, expected EIO",
+		     err < 0 ? "killed" : errno_name(err));
+
+	CHECK_OK(ioctl(fd, FS_IOC_FSGETXATTR, &fsx));
+	CHECK_OK(ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	err = measure_verity(fd, d, &alg, &size);
+	if ((fsx.fsx_xflags & FS_XFLAG_VERITY) || (flags & FS_VERITY_FL) ||
+	    err != ENODATA)
+		fail("after the failed enable, in core: FS_XFLAG_VERITY %s, FS_VERITY_FL %s, FS_IOC_MEASURE_VERITY %s",
+		     fsx.fsx_xflags & FS_XFLAG_VERITY ? "set" : "clear",
+		     flags & FS_VERITY_FL ? "set" : "clear",
+		     err ? errno_name(err) : "a digest");
+	close(fd);
+
+	/* what the disk says after log recovery */
+	umount_if_mounted(SPARE_MNT);
+	run_cmd(NULL, 0, SEAL_DMSETUP " remove " SEAL_DM);
+	if (mount(SPARE_DEV, SPARE_MNT, "xfs", 0, NULL))
+		fail("mount " SPARE_DEV " after the shutdown: %s", strerror(errno));
+	if (path_has_statx_verity(p)) {
+		note("the flag reached the log: verity after recovery");
+	} else {
+		note("the flag did not reach the log: plain after recovery, sealed again");
+		must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	}
+	kernel_digest_hex(p, k, &alg);
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0, u);
+	CHECK(!strcmp(k, u));
+	check_contents(p, data, SEAL_DATA);
+	free(data);
+	spare_umount_and_repair();
+}
+
+static void seal_cleanup(void)
+{
+	put_str_errno(TRACEFS "/events/xfs/xfs_log_force/enable", "0");
+	for (int i = 0; i < 50 && umount(SPARE_MNT) && errno == EBUSY; i++)
+		usleep(200000);
+	run_cmd(NULL, 0, SEAL_DMSETUP " remove " SEAL_DM " 2>/dev/null");
+}
+
+/* A failed commit of the verity flag leaves nothing in core claiming verity */
+TEST_TIMEOUT(a_failed_commit_of_the_verity_flag_leaves_nothing_claiming_verity, 300)
+{
+	need_xfs();
+	if (access(TRACEFS "/events/xfs/xfs_log_force", F_OK))
+		fail("no xfs_log_force trace event");
+	spare_umount();
+	with_cleanup(seal_body, seal_cleanup, 240);
 }
 
 /* ---- a file in another layout: refused at open ---- */
