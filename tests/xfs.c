@@ -9,8 +9,9 @@
  *    the last four bytes of the data fork's last block; checked on the
  *    device through FIEMAP against "fsverity digest";
  *  - blocks past EOF: left by a crashed enable, they are removed by the
- *    next one (xfs_repair -n clean after); data may not exceed 2^53 bytes
- *    (EFBIG);
+ *    next one (xfs_repair -n clean after); a killed enable leaves none,
+ *    nor pages cached there; an extent size hint changes nothing of the
+ *    layout; data may not exceed 2^53 bytes (EFBIG);
  *  - a failed commit of the verity flag (the log shut down during it)
  *    leaves nothing in core claiming verity;
  *  - O_DIRECT reads fall back to buffered ones: verified data, EIO for a
@@ -36,6 +37,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/quota.h>
@@ -152,6 +154,45 @@ static void xfs_db_says_where(const char *path, uint64_t meta, uint64_t desc)
 }
 
 /*
+ * The metadata of @p (@size bytes of data), read from the device: @tree
+ * at M, the 256-byte @desc at round_up(M + tree size, 64 KiB), its size
+ * (be32) at the end of its block, nothing mapped between EOF and M or
+ * after the descriptor's block, and xfs_db's "verity" says the same
+ */
+static void layout_is_right(const char *p, uint64_t size,
+			    const unsigned char *tree, size_t tree_size,
+			    const unsigned char *desc)
+{
+	uint64_t meta = tree_start(size), desc_off, end = 0;
+	uint32_t fsbs = fs_block_size();
+	unsigned char *got = malloc(tree_size), blk[4096];
+
+	CHECK(got);
+	read_mapped(p, meta, got, tree_size);
+	if (memcmp(got, tree, tree_size))
+		fail("%s: the %zu bytes mapped at M = %" PRIu64 " are not the Merkle tree",
+		     p, tree_size, meta);
+	if (extents_from(p, round_up_to(size, fsbs), NULL) !=
+	    extents_from(p, meta, NULL))
+		fail("%s: blocks mapped between EOF and M = %" PRIu64, p, meta);
+	desc_off = round_up_to(meta + tree_size, START_ALIGN);
+	read_mapped(p, desc_off, blk, fsbs);
+	if (memcmp(blk, desc, 256))
+		fail("%s: no descriptor at round_up(M + %zu, 64 KiB) = %" PRIu64,
+		     p, tree_size, desc_off);
+	if (be32_at(blk + fsbs - 4) != 256)
+		fail("%s: descriptor size (be32, end of its block) is %u",
+		     p, be32_at(blk + fsbs - 4));
+	extents_from(p, meta, &end);
+	if (end != desc_off + fsbs)
+		fail("%s: the data fork ends at %" PRIu64
+		     ", not after the descriptor's block (%" PRIu64 ")",
+		     p, end, desc_off + fsbs);
+	xfs_db_says_where(p, meta, desc_off);
+	free(got);
+}
+
+/*
  * The on-disk format, read back from the device: the tree at
  * M = round_up(size, 64 KiB) exactly as fsverity-utils builds it, the
  * descriptor at round_up(M + tree size, 64 KiB), its size (be32) in the
@@ -165,17 +206,14 @@ TEST_TIMEOUT(ondisk_tree_at_64k_past_eof_then_descriptor_and_be32_size, 300)
 {
 	const int algs[] = { FS_VERITY_HASH_ALG_SHA256, FS_VERITY_HASH_ALG_SHA512 };
 	const int bss[] = { 1024, 2048, 4096 };
-	uint32_t fsbs;
 
 	need_xfs();
-	fsbs = fs_block_size();
 	for (int a = 0; a < 2; a++)
 		for (int b = 0; b < 3; b++) {
 			char *p = test_path("fmt-%d-%d", a, bss[b]);
-			unsigned char desc[256], *tree, *got, blk[4096];
+			unsigned char desc[256], *tree;
 			/* 64 KiB + 1 on one side of a boundary, 300000 inside */
 			uint64_t size = b == 1 ? 65537 + a : 300000 + 4096 * b + a;
-			uint64_t meta = tree_start(size), desc_off, end = 0;
 			size_t tree_size;
 
 			if (block_size_unsupported(bss[b]))
@@ -185,34 +223,65 @@ TEST_TIMEOUT(ondisk_tree_at_64k_past_eof_then_descriptor_and_be32_size, 300)
 			ref_metadata(p, algs[a], bss[b], 16, &tree, &tree_size, desc);
 			must_enable(p, algs[a], bss[b], 16);
 			remount();
-			got = malloc(tree_size);
-			CHECK(got);
-			read_mapped(p, meta, got, tree_size);
-			if (memcmp(got, tree, tree_size))
-				fail("%s: the %zu bytes mapped at M = %" PRIu64 " are not the Merkle tree",
-				     p, tree_size, meta);
-			if (extents_from(p, round_up_to(size, fsbs), NULL) !=
-			    extents_from(p, meta, NULL))
-				fail("%s: blocks mapped between EOF and M = %" PRIu64,
-				     p, meta);
-			desc_off = round_up_to(meta + tree_size, START_ALIGN);
-			read_mapped(p, desc_off, blk, fsbs);
-			if (memcmp(blk, desc, 256))
-				fail("%s: no descriptor at round_up(M + %zu, 64 KiB) = %" PRIu64,
-				     p, tree_size, desc_off);
-			if (be32_at(blk + fsbs - 4) != 256)
-				fail("%s: descriptor size (be32, end of its block) is %u",
-				     p, be32_at(blk + fsbs - 4));
-			extents_from(p, meta, &end);
-			if (end != desc_off + fsbs)
-				fail("%s: the data fork ends at %" PRIu64
-				     ", not after the descriptor's block (%" PRIu64 ")",
-				     p, end, desc_off + fsbs);
-			xfs_db_says_where(p, meta, desc_off);
-			free(got);
+			layout_is_right(p, size, tree, tree_size, desc);
 			free(tree);
 			unlink(p);
 		}
+}
+
+/*
+ * A file with an extent size hint of 1 MiB: XFS allocates its data in
+ * hint-aligned unwritten extents, past EOF into where the tree goes, and
+ * could do the same for the tree's own blocks past the descriptor, where
+ * the layout reads the descriptor's size from the fork's last block.  The
+ * enable leaves the layout as without the hint, after a remount, and the
+ * file measures as fsverity-utils computes.  (Upstream's v11 12/20 fixed
+ * the hint's write path losing the metadata's mapping flag.)
+ */
+TEST_TIMEOUT(an_extent_size_hint_leaves_the_layout_as_without_it, 300)
+{
+	char *p = test_path("extsize");
+	char want[2 * MAX_DIGEST + 1], got_hex[2 * MAX_DIGEST + 1], out[8192];
+	const uint64_t size = 300000;
+	unsigned char desc[256], *tree, *data = malloc(size);
+	struct fsxattr fsx;
+	size_t tree_size;
+	int fd, alg, past_eof;
+
+	need_xfs();
+	CHECK(data != NULL);
+	unlink(p);
+	fd = CHECK_OK(open(p, O_RDWR | O_CREAT | O_TRUNC, 0644));
+	CHECK_OK(ioctl(fd, FS_IOC_FSGETXATTR, &fsx));
+	fsx.fsx_xflags |= FS_XFLAG_EXTSIZE;
+	fsx.fsx_extsize = 1 << 20;
+	CHECK_OK(ioctl(fd, FS_IOC_FSSETXATTR, &fsx));
+	fill_random(data, size, 0xe575);
+	CHECK(write(fd, data, size) == (ssize_t)size);
+	CHECK_OK(fsync(fd));
+	past_eof = extents_from(p, round_up_to(size, fs_block_size()), NULL);
+	close(fd);
+	ref_metadata(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 16, &tree,
+		     &tree_size, desc);
+	user_digest_hex(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 16, want);
+	must_enable(p, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 16);
+	remount();
+	CHECK_OK(ioctl(fd = CHECK_OK(open(p, O_RDONLY)), FS_IOC_FSGETXATTR, &fsx));
+	close(fd);
+	if (!(fsx.fsx_xflags & FS_XFLAG_EXTSIZE) || fsx.fsx_extsize != 1 << 20)
+		fail("premise: the extent size hint is gone (xflags 0x%x, extsize %u)",
+		     fsx.fsx_xflags, fsx.fsx_extsize);
+	layout_is_right(p, size, tree, tree_size, desc);
+	kernel_digest_hex(p, got_hex, &alg);
+	if (strcmp(got_hex, want))
+		fail("digest %s, fsverity digest says %s", got_hex, want);
+	check_contents(p, data, size);
+	if (fs_check(out, sizeof(out)))
+		fail("xfs_repair -n after the enable: %s", out);
+	note("%d extent(s) past EOF from the hint before the enable", past_eof);
+	free(tree);
+	free(data);
+	unlink(p);
 }
 
 /*
@@ -256,9 +325,35 @@ TEST_TIMEOUT(enable_removes_blocks_left_past_eof, 300)
 	unlink(p);
 }
 
+/* more than the tree of 128 MiB of SHA-512 over 1 KiB blocks (8 MiB) */
+#define KILLED_TREE_SPAN	(16 << 20)
+
 /*
- * An enable killed midway removes what it wrote past EOF: no blocks
- * there, no verity flag, xfs_repair -n clean, and the next enable works.
+ * Pages of @fd's page cache in [@off, @off + @len): mincore() over a shared
+ * mapping, which may lie past EOF (the guest kernel has no cachestat())
+ */
+static unsigned long cached_pages(int fd, uint64_t off, size_t len)
+{
+	size_t pages = len / 4096;
+	unsigned char *vec = malloc(pages);
+	unsigned long n = 0;
+	void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+
+	CHECK(vec != NULL);
+	if (m == MAP_FAILED)
+		fail("mmap past EOF: %s", strerror(errno));
+	CHECK_OK(mincore(m, len, vec));
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	munmap(m, len);
+	free(vec);
+	return n;
+}
+
+/*
+ * An enable killed midway, once part of its tree is in the page cache,
+ * removes what it wrote past EOF: no blocks there, no pages cached there,
+ * no verity flag, xfs_repair -n clean, and the next enable works.
  */
 TEST_TIMEOUT(killed_enable_leaves_nothing_past_eof, 600)
 {
@@ -267,27 +362,39 @@ TEST_TIMEOUT(killed_enable_leaves_nothing_past_eof, 600)
 	int fd, alg, status;
 	pid_t pid;
 
+	uint64_t meta = tree_start(128 << 20);
+	unsigned long cached = 0;
+	double t0;
+
 	need_xfs();
 	unlink(p);
 	make_file(p, 128 << 20, 0x4b1);
 	sync();
+	fd = CHECK_OK(open(p, O_RDONLY));
 	pid = fork();
 	CHECK_OK(pid);
 	if (pid == 0) {
-		fd = open(p, O_RDONLY);
 		/* SHA-512 over 1 KiB blocks: the slowest tree to build */
-		_exit(fd < 0 ? 3 : enable_verity(fd, FS_VERITY_HASH_ALG_SHA512,
-						 10, NULL, 0, NULL, 0));
+		_exit(enable_verity(fd, FS_VERITY_HASH_ALG_SHA512, 10, NULL, 0,
+				    NULL, 0));
 	}
-	usleep(300000);
+	/* killed once it has written part of its tree into the page cache */
+	t0 = mono_now();
+	while (!(cached = cached_pages(fd, meta, KILLED_TREE_SPAN)) &&
+	       waitpid(pid, &status, WNOHANG) == 0 && mono_now() - t0 < 120)
+		usleep(1000);
 	kill(pid, SIGKILL);
 	CHECK(waitpid(pid, &status, 0) == pid);
 	if (WIFEXITED(status))
 		fail("the enable ended (status %d) before the kill: the premise needs a bigger file",
 		     WEXITSTATUS(status));
-	fd = open(p, O_RDONLY);
-	CHECK_OK(fd);
+	if (!cached)
+		fail("premise: no page of the tree was cached before the kill");
 	CHECK(!fd_has_verity_flag(fd));
+	if (cached_pages(fd, meta, KILLED_TREE_SPAN))
+		fail("a killed enable left %lu pages past EOF in the page cache (%lu when killed)",
+		     cached_pages(fd, meta, KILLED_TREE_SPAN), cached);
+	note("killed with %lu pages of its tree cached past EOF: none left", cached);
 	close(fd);
 	if (extents_from(p, tree_start(128 << 20), NULL))
 		fail("a killed enable left blocks past EOF");
