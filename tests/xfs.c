@@ -20,6 +20,7 @@
  *  - FIDEDUPERANGE needs no write access: into a verity file it is EPERM;
  *    the COW blocks a reflinked file staged for writes are freed by the
  *    enable;
+ *  - the DAX flag cannot be turned on for a verity file (EINVAL);
  *  - statx and FS_IOC_GETFLAGS report the verity attribute; xfs_info
  *    reports the feature from the kernel's XFS_IOC_FSGEOMETRY;
  *  - quota charges the tree's blocks to the file's owner: past a hard
@@ -719,6 +720,57 @@ TEST(enable_frees_the_cow_staging_blocks_of_a_reflinked_file)
 	unlink(ps);
 	unlink(pv);
 	free(data);
+}
+
+/* FS_XFLAG_DAX of @path, after setting it to @on; 0 or the errno of the set */
+static int set_dax(const char *path, bool on, bool *now)
+{
+	struct fsxattr fsx;
+	int fd = CHECK_OK(open(path, O_RDONLY)), err = 0;
+
+	CHECK_OK(ioctl(fd, FS_IOC_FSGETXATTR, &fsx));
+	fsx.fsx_xflags = on ? fsx.fsx_xflags | FS_XFLAG_DAX :
+			      fsx.fsx_xflags & ~FS_XFLAG_DAX;
+	if (ioctl(fd, FS_IOC_FSSETXATTR, &fsx))
+		err = errno;
+	CHECK_OK(ioctl(fd, FS_IOC_FSGETXATTR, &fsx));
+	*now = fsx.fsx_xflags & FS_XFLAG_DAX;
+	close(fd);
+	return err;
+}
+
+/*
+ * The DAX flag cannot be turned on for a verity file (EINVAL, as in the
+ * posting's v11): DAX reads would not be verified.  XFS never gives a
+ * verity inode S_DAX anyway, but the flag would claim otherwise and
+ * persist.  A plain file takes the flag (a hint, also on a disk without
+ * DAX): the control.
+ */
+TEST(fsxattr_cannot_turn_dax_on_for_a_verity_file)
+{
+	char *pv = test_path("dax-verity"), *pp = test_path("dax-plain");
+	bool now;
+	int err;
+
+	need_xfs();
+	unlink(pv);
+	unlink(pp);
+	make_file(pv, 100000, 0xda1);
+	make_file(pp, 100000, 0xda2);
+	must_enable(pv, FS_VERITY_HASH_ALG_SHA256, merkle_bs(), 0);
+	err = set_dax(pp, true, &now);
+	if (err || !now)
+		fail("premise: FS_XFLAG_DAX on a plain file: %s, flag %s",
+		     err ? errno_name(err) : "accepted", now ? "set" : "clear");
+	CHECK(!set_dax(pp, false, &now) && !now);
+	err = set_dax(pv, true, &now);
+	if (err != EINVAL || now)
+		fail("FS_XFLAG_DAX on a verity file: %s, flag %s afterwards (expected EINVAL, clear)",
+		     err ? errno_name(err) : "accepted", now ? "set" : "clear");
+	remount();
+	CHECK(!set_dax(pv, false, &now) && !now);
+	unlink(pv);
+	unlink(pp);
 }
 
 /* statx's STATX_ATTR_VERITY and FS_IOC_GETFLAGS' FS_VERITY_FL, also after a remount */
