@@ -50,12 +50,15 @@ stage gate -- env POWERCUT=0 CHECK_SOAK_SECONDS=30 CHECK_HOSTILE_ROUNDS=13 \
 # on the sanitized kernel, on the filesystems but xfs-1k (ext4-1k covers
 # blocks smaller than a page); the whole suite there is make check DEBUG=1.
 # Of xfs, the writeback race, which XFS error injection (a debug kernel's)
-# makes happen every time; readahead and deadlock put the tree readahead
-# that ->readahead starts under invalidate_lock in front of lockdep.
+# makes happen every time, and the enables that free other files' blocks
+# (xfs_flush_inodes() and a blockgc scan under i_rwsem) or whose flag's
+# commit meets a log shutdown; readahead and deadlock put the tree
+# readahead that ->readahead starts under invalidate_lock in front of
+# lockdep.
 [ "${DEBUG_CHECK:-1}" = 0 ] ||
 	stage debug debug -- env DEBUG=1 \
 		TESTS="${DEBUG_TESTS:-smoke errors verify metadata faults stats xfs readahead deadlock}" \
-		ONLY="${DEBUG_ONLY-xfs/writeback_begun_before_an_enable_writes_the_tree_it_finds}" \
+		ONLY="${DEBUG_ONLY-xfs/writeback_begun_before_an_enable_writes_the_tree_it_finds xfs/enable_frees_other_files_preallocation_when_the_quota_is_full xfs/a_failed_commit_of_the_verity_flag_leaves_nothing_claiming_verity}" \
 		FS="ext4 ext4-1k f2fs btrfs xfs" "$top/scripts/check-kernel.sh"
 
 # the differential compatibility suite: three boots of its own
