@@ -5,6 +5,8 @@
 # fsv.fs=ext4,f2fs on the kernel command line limits it to those.  XFS runs
 # only on a kernel with XFS fs-verity (ours): mainline has none, so its XFS
 # rows compare the verity file with the plain file of the same boot.
+# ext4-layout, f2fs-layout, btrfs-layout, xfs-layout (only when named):
+# the page-cache layout experiment, "fsvbench DIR cachelayout".
 # ext4-delay, f2fs-delay, xfs-delay: that filesystem on vdb behind dm-delay
 # (10 ms a read bio, writes not delayed), a disk with real latency; only
 # cold sequential reads of 64 MiB ("fsvbench DIR seqread").
@@ -31,18 +33,35 @@ wanted() {
 	fi
 }
 
+# make filesystem $2 on $3, mount it and run fsvbench there with $4..,
+# its lines prefixed with row name $1
+bench_on() {
+	name=$1 fs=$2 dev=$3
+	shift 3
+	mnt=/mnt/$name
+	mkdir -p "$mnt"
+	if ! $(mkfs_cmd "$fs") "$dev" >/dev/null 2>&1 ||
+	   ! mount -t "$fs" "$dev" "$mnt"; then
+		echo "BENCH-FAIL $name: cannot make or mount $dev"
+		return
+	fi
+	/bench/fsvbench "$mnt" "$@" | sed "s/^BENCH /BENCH $name /"
+	umount "$mnt"
+}
+
 for spec in ext4:/dev/vda f2fs:/dev/vdc btrfs:/dev/vdd xfs:/dev/vdf; do
 	name=${spec%%:*} dev=${spec#*:}
 	wanted "$name" "$name" || continue
-	mnt=/mnt/$name
-	mkdir -p "$mnt"
-	if ! $(mkfs_cmd "$name") "$dev" >/dev/null 2>&1 ||
-	   ! mount -t "$name" "$dev" "$mnt"; then
-		echo "BENCH-FAIL $name: cannot make or mount $dev"
-		continue
-	fi
-	/bench/fsvbench "$mnt" | sed "s/^BENCH /BENCH $name /"
-	umount "$mnt"
+	bench_on "$name" "$name" "$dev"
+done
+
+# ext4-layout, ...: "fsvbench DIR cachelayout", the experiment behind the
+# method of the page-cached rows; only when FS= names it
+for spec in ext4:/dev/vda f2fs:/dev/vdc btrfs:/dev/vdd xfs:/dev/vdf; do
+	fs=${spec%%:*} dev=${spec#*:}
+	case " $only " in *" $fs-layout "*) ;; *) continue ;; esac
+	wanted "$fs-layout" "$fs" || continue
+	bench_on "$fs-layout" "$fs" "$dev" cachelayout
 done
 
 for fs in ext4 f2fs xfs; do

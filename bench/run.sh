@@ -3,7 +3,9 @@
 # (upstream, ours, upstream, ours, ...), ROUNDS rounds (default 3);
 # FS="ext4 btrfs" limits it to those filesystems; KERNELS="upstream ours x"
 # also boots build/x/bzImage (a copy of another build, for an A/B test, or
-# build/step-NNNN, the kernel of patch NNNN kept by scripts/bisect.sh).
+# build/step-NNNN, the kernel of patch NNNN kept by scripts/bisect.sh);
+# "ours-copy" is ours under a second name, copied here: an A/A pair that
+# sizes the noise (KERNELS="upstream ours ours-copy").
 # Writes build/bench/results.csv (round,kernel,fs,workload,value,unit),
 # build/bench/summary.txt (the table printed here) and build/bench/ratios.png.
 set -eu
@@ -16,6 +18,11 @@ mkdir -p "$out"
 "$top/scripts/build.sh" upstream 0
 "$top/scripts/build.sh" ours 0
 "$top/scripts/initramfs.sh"
+case " ${KERNELS:-} " in
+*" ours-copy "*)
+	mkdir -p "$top/build/ours-copy"
+	cp "$top/build/ours/bzImage" "$top/build/ours-copy/bzImage" ;;
+esac
 
 csv=$out/results.csv
 echo "round,kernel,fs,workload,value,unit" >"$csv"
