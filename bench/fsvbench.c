@@ -587,9 +587,10 @@ int main(int argc, char **argv)
 	 * the cache the same way, one cold sequential read each right after
 	 * a drop.  Cached by the random reads above and then filled in, the
 	 * plain file's pages lay scattered over physical memory (7,700 runs
-	 * of consecutive frames against under 100), and under QEMU TCG that
-	 * history alone put its page-cached rates at 0.71-1.01x the verity
-	 * file's ("fsvbench DIR cachelayout", bench/README.md).
+	 * of consecutive frames against under 100), and under QEMU TCG its
+	 * page-cached rates were then 0.71-1.01x the verity file's, against
+	 * 0.98-1.02x cached the same way ("fsvbench DIR cachelayout",
+	 * bench/README.md).
 	 */
 	drop_caches();
 	read_file(warm);
