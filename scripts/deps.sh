@@ -7,7 +7,7 @@ set -eu
 PKGS="linux-source-6.12 qemu-system-x86 busybox-static e2fsprogs f2fs-tools
 btrfs-progs fsverity keyutils openssl dmsetup bc flex bison libelf-dev libssl-dev
 cpio sparse gnuplot-nox gcc ccache make libc6-dev xz-utils git coreutils util-linux
-gzip perl python3 python3-ply python3-git
+gzip perl python3 python3-ply python3-git erofs-utils
 dpkg-dev patch uuid-dev libblkid-dev libinih-dev liburcu-dev"
 missing=
 for p in $PKGS; do

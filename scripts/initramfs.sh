@@ -20,7 +20,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
 TOOLS="mkfs.ext4 e2fsck debugfs tune2fs dumpe2fs filefrag chattr lsattr
 mkfs.f2fs fsck.f2fs dump.f2fs mkfs.btrfs btrfs btrfs-map-logical
-fsverity keyctl openssl dmsetup"
+fsverity keyctl openssl dmsetup mkfs.erofs"
 # ours, built from Debian's source with userspace/xfsprogs/*.patch
 XFS_TOOLS="sbin/mkfs.xfs sbin/xfs_repair usr/sbin/xfs_db usr/sbin/xfs_io
 usr/sbin/xfs_spaceman"
