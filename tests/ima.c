@@ -9,13 +9,21 @@
  * that owner without verity is not measured (IMA has no verity digest for it).
  *
  * The rule is appended to IMA's policy (CONFIG_IMA_WRITE_POLICY) and cannot
- * be removed; it is scoped to an owner no other test uses.  IMA is
- * system-wide, so this runs on ext4 only.
+ * be removed; it is scoped to an owner no other test uses, one per
+ * filesystem pass (ext4, xfs, xfs-1k), so that each pass starts with no
+ * rule of its own loaded.
  */
 #include "sig.h"
 
 #define IMA "/sys/kernel/security/ima"
-#define OWNER 4242
+#define OWNER_BASE 4242
+
+/* ext4 4242, xfs 4243, xfs-1k 4244 */
+static int owner(void)
+{
+	return OWNER_BASE + (!strcmp(env.fs, "xfs") ? 1 :
+			     !strcmp(env.fs, "xfs-1k") ? 2 : 0);
+}
 
 /* the measurement list line for path (last one), or NULL */
 static char *find_measurement(const char *path)
@@ -59,15 +67,14 @@ TEST(measure_verity_digest_ngv2)
 	unsigned char d[32];
 	int fd, err;
 
-	if (strcmp(env.fs, "ext4"))
-		skip("the IMA policy is system-wide: tested on ext4 only");
+	users_run_on_ext4_and_xfs("IMA");
 	if (access(IMA "/policy", F_OK))
 		fail(IMA "/policy: %s (CONFIG_IMA?)", strerror(errno));
 
 	make_file(v, 50000, 71);
 	make_file(p, 50000, 72);
-	CHECK_OK(chown(v, OWNER, 0));
-	CHECK_OK(chown(p, OWNER, 0));
+	CHECK_OK(chown(v, owner(), 0));
+	CHECK_OK(chown(p, owner(), 0));
 	err = sig_enable(v, NULL, 0);
 	if (err)
 		fail("enable %s: %s", v, errno_name(err));
@@ -77,7 +84,7 @@ TEST(measure_verity_digest_ngv2)
 
 	snprintf(rule, sizeof(rule),
 		 "measure func=FILE_CHECK fowner=%d digest_type=verity template=ima-ngv2\n",
-		 OWNER);
+		 owner());
 	fd = open(IMA "/policy", O_WRONLY);
 	if (fd < 0)
 		fail("open " IMA "/policy: %s (CONFIG_IMA_WRITE_POLICY?)",

@@ -8,7 +8,8 @@
  * get EACCES, from execve() and from mmap(PROT_EXEC).  fsverity_digest= is
  * checked the same way.
  *
- * IPE is system-wide, so this runs on ext4 only.  Policies must be signed by
+ * IPE is system-wide: this runs on ext4 and XFS, each pass with policies of
+ * its own names and higher versions.  Policies must be signed by
  * a key of the kernel's trusted keyring: tests/ipe_key.h (the test-only key
  * whose cert base.config builds in).  The deny policy is active only inside
  * the test: afterwards an allow-all policy with a higher version replaces it
@@ -261,8 +262,7 @@ static void ipe_cleanup(void)
 
 TEST(signed_exec_allowed_unsigned_denied)
 {
-	if (strcmp(env.fs, "ext4"))
-		skip("IPE policies are system-wide: tested on ext4 only");
+	users_run_on_ext4_and_xfs("IPE");
 	if (access(IPE "/new_policy", F_OK))
 		fail(IPE "/new_policy: %s (CONFIG_SECURITY_IPE, lsm=ipe?)",
 		     strerror(errno));

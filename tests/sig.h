@@ -246,6 +246,19 @@ static inline void sig_measure(const char *path, unsigned char d[32])
 		fail("FS_IOC_MEASURE_VERITY %s: alg %d size %d", path, alg, size);
 }
 
+/*
+ * fs-verity's users (overlayfs, composefs, IMA, IPE) are tested on ext4 and
+ * on XFS with 4 KiB and 1 KiB blocks, where container image stores live;
+ * their system-wide state (policies, keys) is set up per filesystem pass.
+ * skip() on the other filesystems, naming @what.
+ */
+static inline void users_run_on_ext4_and_xfs(const char *what)
+{
+	if (strcmp(env.fs, "ext4") && strcmp(env.fs, "xfs") &&
+	    strcmp(env.fs, "xfs-1k"))
+		skip("%s is tested on ext4, xfs and xfs-1k", what);
+}
+
 /* /proc/sys/fs/verity/require_signatures */
 static inline int req_sigs_write(const char *val)
 {
