@@ -37,6 +37,8 @@ extra=
 # a KASAN kernel under TCG runs ACPI's _PRT so slowly that it hits the AML
 # loop timeout and soft-lockup splats at boot: route PCI IRQs without ACPI
 [ "$debug" = 1 ] && extra="$extra pci=noacpi"
+# KERNEL_CMDLINE: more kernel parameters, for experiments
+[ -z "${KERNEL_CMDLINE:-}" ] || extra="$extra $KERNEL_CMDLINE"
 logs=$top/build/logs
 mkdir -p "$logs"
 
