@@ -9,7 +9,8 @@
 #   w1     W=1 and sparse (C=2) warnings on the lines the patch adds, in
 #          the objects of the .c files it touches
 #   smoke  tests/smoke.c, one boot on fresh disks, on ext4, ext4-1k, f2fs
-#          and btrfs (plus xfs, xfs-1k once the series has XFS fs-verity)
+#          and btrfs (plus xfs, xfs-1k once the step mounts a verity XFS
+#          read-write: XFS_SB_FEAT_RO_COMPAT_ALL has the verity bit)
 #   checkpatch  its --strict counts (errors/warnings/checks), as
 #          scripts/series.sh found them (build/logs/series-checkpatch.txt)
 # One line per patch, then "bisect: N of M patches build, boot and pass
@@ -66,6 +67,18 @@ new_warnings() {
 		}'
 }
 
+# xfs_verity_mountable TREE: does TREE's XFS mount a verity filesystem
+# read-write, i.e. is XFS_SB_FEAT_RO_COMPAT_VERITY inside the
+# XFS_SB_FEAT_RO_COMPAT_ALL definition of fs/xfs/libxfs/xfs_format.h?
+# The XFS patches before the one that adds it mount such a filesystem
+# read-only only, so their steps smoke-test the other filesystems alone.
+xfs_verity_mountable() {
+	awk '/^#define[ \t]+XFS_SB_FEAT_RO_COMPAT_ALL/ { in_all = 1 }
+		in_all && /XFS_SB_FEAT_RO_COMPAT_VERITY/ { found = 1 }
+		in_all && !/\\$/ { exit }
+		END { exit !found }' "$1/fs/xfs/libxfs/xfs_format.h"
+}
+
 mapfile -t commits < <(git -C "$up" rev-list --reverse refs/tags/pristine..ours)
 first=${FIRST:-1} last=${LAST:-${#commits[@]}}
 good=0 total=0
@@ -94,7 +107,7 @@ for ((i = first; i <= last; i++)); do
 		fi
 		fs="ext4 ext4-1k f2fs btrfs"
 		! grep -q '^CONFIG_XFS_FS=y' "$obj/.config" ||
-			! grep -q 's_vop' "$src/fs/xfs/xfs_super.c" ||
+			! xfs_verity_mountable "$src" ||
 			fs="$fs xfs xfs-1k"
 		rm -rf "$disks"
 		log=$logs/$n-boot.log
