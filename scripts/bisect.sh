@@ -1,7 +1,8 @@
 #!/bin/bash
 # make series BISECT=1: every patch of the series builds, is W=1 and sparse
 # clean where it touches C, boots, and passes the smoke tests.
-#   scripts/bisect.sh          (FIRST=n LAST=m: only patches n..m)
+#   scripts/bisect.sh          (FIRST=n LAST=m: only patches n..m;
+#                               BOOT=0: build and w1 only, no smoke boot)
 # Each commit of pristine..ours is checked out in its own worktree
 # (build/src/bisect, objects in build/obj/bisect, the config of ours), so
 # the incremental builds of ours are left alone.  Per patch:
@@ -105,6 +106,11 @@ for ((i = first; i <= last; i++)); do
 			mk W=1 C=2 $objs >"$logs/$n-w1.log" 2>&1 || w1=error
 			[ "$w1" = error ] || w1=$(new_warnings "$c" "$logs/$n-w1.log")
 		fi
+		if [ "${BOOT:-1}" = 0 ]; then
+			[ "$w1" != 0 ] || good=$((good + 1))
+			echo "bisect: $n build=$build w1=$w1 smoke=not-booted checkpatch(e/w/c)=$cp  $subject"
+			continue
+		fi
 		fs="ext4 ext4-1k f2fs btrfs"
 		! grep -q '^CONFIG_XFS_FS=y' "$obj/.config" ||
 			! xfs_verity_mountable "$src" ||
@@ -124,5 +130,9 @@ for ((i = first; i <= last; i++)); do
 	fi
 	echo "bisect: $n build=$build w1=$w1 smoke(pass/fail)=$smoke checkpatch(e/w/c)=$cp  $subject"
 done
-echo "bisect: $good of $total patches build, boot and pass smoke (logs: build/logs/bisect/)"
+if [ "${BOOT:-1}" = 0 ]; then
+	echo "bisect: $good of $total patches build W=1/sparse clean, none booted (BOOT=0; logs: build/logs/bisect/)"
+else
+	echo "bisect: $good of $total patches build, boot and pass smoke (logs: build/logs/bisect/)"
+fi
 [ "$good" = "$total" ]
