@@ -54,15 +54,6 @@ static struct entry entries[] = {
 #define WRONG_SEED	306	/* the data of "wrong-digest" */
 #define NOVERITY_SEED	307	/* the data of "no-verity" */
 
-static char *join(const char *dir, const char *name)
-{
-	char *p;
-
-	if (asprintf(&p, "%s/%s", dir, name) < 0)
-		fail("out of memory");
-	return p;
-}
-
 static void digest_from_hex(const char *hexd, unsigned char d[32])
 {
 	for (int i = 0; i < 32; i++)
@@ -87,7 +78,7 @@ static char *object_path(const char *hexd)
  */
 static void add_object(size_t size, uint64_t seed, bool verity, char *hexd)
 {
-	char *tmp = join(objects, "staging"), *obj, dir[1024];
+	char *tmp = path_join(objects, "staging"), *obj, dir[1024];
 	unsigned char d[32];
 	int err;
 
@@ -120,7 +111,7 @@ static void add_object(size_t size, uint64_t seed, bool verity, char *hexd)
 static void add_meta(const char *name, size_t size, const char *digest_hex,
 		     const char *object_hex)
 {
-	char *path = join(meta, name), redirect[80], out[512];
+	char *path = path_join(meta, name), redirect[80], out[512];
 	unsigned char mc[4 + 32] = { 0, sizeof(mc), 0,
 				     FS_VERITY_HASH_ALG_SHA256 };
 	int fd;
@@ -187,20 +178,6 @@ static void ovl_umount(void)
 		fail("umount %s: %s", merged, strerror(errno));
 }
 
-/* @path reads back as make_file(.., size, seed) wrote it */
-static void expect_contents(const char *path, size_t size, uint64_t seed)
-{
-	unsigned char *want = malloc(size), *have = malloc(size + 1);
-
-	if (!want || !have)
-		fail("out of memory");
-	fill_random(want, size, seed);
-	if (slurp(path, have, size + 1) != size || memcmp(want, have, size))
-		fail("%s: contents differ from its data file's", path);
-	free(want);
-	free(have);
-}
-
 static void expect_open_eio(const char *path, const char *why)
 {
 	int fd;
@@ -259,18 +236,18 @@ static void composefs_body(void)
 
 	ovl_mount("require");
 	for (size_t i = 0; i < N_ENTRIES; i++)
-		expect_contents(join(merged, entries[i].name), entries[i].size,
+		expect_made_file(path_join(merged, entries[i].name), entries[i].size,
 				entries[i].seed);
-	expect_open_eio(join(merged, "wrong-digest"),
+	expect_open_eio(path_join(merged, "wrong-digest"),
 			"verity=require, the data file's digest is another one");
-	expect_open_eio(join(merged, "no-verity"),
+	expect_open_eio(path_join(merged, "no-verity"),
 			"verity=require, the data file has no fs-verity");
 	ovl_umount();
 
 	/* the controls: without verity checks both open and read their data */
 	ovl_mount("off");
-	expect_contents(join(merged, "wrong-digest"), 70001, WRONG_SEED);
-	expect_contents(join(merged, "no-verity"), 70001, NOVERITY_SEED);
+	expect_made_file(path_join(merged, "wrong-digest"), 70001, WRONG_SEED);
+	expect_made_file(path_join(merged, "no-verity"), 70001, NOVERITY_SEED);
 	ovl_umount();
 	note("verity=require: wrong-digest and no-verity EIO at open; verity=off (control): both open and read their data files' 70001 bytes");
 }
@@ -283,14 +260,14 @@ static void composefs_body(void)
 static void composefs_flip_body(void)
 {
 	const struct entry *e = &entries[4];	/* dir/large */
-	char *obj, *plain = join(base, "plain-control"), *mf;
+	char *obj, *plain = path_join(base, "plain-control"), *mf;
 	size_t off = 300000, bs = 4096;
 	unsigned char *buf = malloc(bs), *want = malloc(e->size);
 	int fd, err;
 
 	build_layers();
 	obj = object_path(e->digest);
-	mf = join(merged, e->name);
+	mf = path_join(merged, e->name);
 	make_file(plain, e->size, e->seed);
 	fd = CHECK_OK(open(plain, O_RDONLY));
 	CHECK_OK(fsync(fd));
@@ -337,11 +314,11 @@ static void setup(void)
 {
 	users_run_on_ext4_and_xfs("composefs");
 	base = test_path("cfs");
-	objects = join(base, "objects");
-	meta = join(base, "meta");
-	image = join(base, "image.erofs");
-	img_mnt = join(base, "image");
-	merged = join(base, "merged");
+	objects = path_join(base, "objects");
+	meta = path_join(base, "meta");
+	image = path_join(base, "image.erofs");
+	img_mnt = path_join(base, "image");
+	merged = path_join(base, "merged");
 }
 
 TEST(verity_require_reads_every_file_and_refuses_wrong_or_missing_digests)

@@ -37,30 +37,10 @@ static void ovl_umount(void)
 		fail("umount %s: %s", merged, strerror(errno));
 }
 
-static char *join(const char *dir, const char *name)
-{
-	char *p;
-
-	if (asprintf(&p, "%s/%s", dir, name) < 0)
-		fail("out of memory");
-	return p;
-}
-
-static void check_ovl_contents(const char *path, uint64_t seed)
-{
-	unsigned char *want = malloc(FSIZE), *have = malloc(FSIZE + 1);
-
-	fill_random(want, FSIZE, seed);
-	if (slurp(path, have, FSIZE + 1) != FSIZE || memcmp(want, have, FSIZE))
-		fail("%s: contents differ from the lower file's", path);
-	free(want);
-	free(have);
-}
-
 static void ovl_body(void)
 {
-	char *lf = join(lower, "f"), *uf = join(upper, "f"), *mf = join(merged, "f");
-	char *ln = join(lower, "n"), *mn = join(merged, "n");
+	char *lf = path_join(lower, "f"), *uf = path_join(upper, "f"), *mf = path_join(merged, "f");
+	char *ln = path_join(lower, "n"), *mn = path_join(merged, "n");
 	unsigned char d[32], x[256];
 	char out[256];
 	ssize_t n;
@@ -80,7 +60,7 @@ static void ovl_body(void)
 	ovl_mount("on");
 	CHECK_OK(chown(mf, 1234, 1234));
 	CHECK_OK(chown(mn, 1234, 1234));
-	check_ovl_contents(mf, 81);
+	expect_made_file(mf, FSIZE, 81);
 	ovl_umount();
 
 	n = getxattr(uf, "trusted.overlay.metacopy", x, sizeof(x));
@@ -94,7 +74,7 @@ static void ovl_body(void)
 		     n, n >= 4 ? x[3] : -1, hex(d, 32));
 
 	ovl_mount("require");
-	check_ovl_contents(mf, 81);
+	expect_made_file(mf, FSIZE, 81);
 	/* a metacopy file without a digest (its lower file has no verity) */
 	errno = 0;
 	fd = open(mn, O_RDONLY);
@@ -122,7 +102,7 @@ static void ovl_body(void)
 	}
 	/* verity=off does not look at the digest: the new lower data shows */
 	ovl_mount("off");
-	check_ovl_contents(mf, 83);
+	expect_made_file(mf, FSIZE, 83);
 	ovl_umount();
 }
 
@@ -136,9 +116,9 @@ TEST(metacopy_verity_require)
 {
 	users_run_on_ext4_and_xfs("overlayfs");
 	base = test_path("ovl");
-	lower = join(base, "lower");
-	upper = join(base, "upper");
-	work = join(base, "work");
-	merged = join(base, "merged");
+	lower = path_join(base, "lower");
+	upper = path_join(base, "upper");
+	work = path_join(base, "work");
+	merged = path_join(base, "merged");
 	with_cleanup(ovl_body, ovl_cleanup, 100);
 }

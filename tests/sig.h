@@ -246,6 +246,30 @@ static inline void sig_measure(const char *path, unsigned char d[32])
 		fail("FS_IOC_MEASURE_VERITY %s: alg %d size %d", path, alg, size);
 }
 
+/* "<dir>/<name>", malloc'd */
+static inline char *path_join(const char *dir, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		fail("out of memory");
+	return p;
+}
+
+/* @path reads back exactly as make_file(path, size, seed) wrote it */
+static inline void expect_made_file(const char *path, size_t size, uint64_t seed)
+{
+	unsigned char *want = malloc(size), *have = malloc(size + 1);
+
+	if (!want || !have)
+		fail("out of memory");
+	fill_random(want, size, seed);
+	if (slurp(path, have, size + 1) != size || memcmp(want, have, size))
+		fail("%s: contents differ from the file it stands for", path);
+	free(want);
+	free(have);
+}
+
 /*
  * fs-verity's users (overlayfs, composefs, IMA, IPE) are tested on ext4 and
  * on XFS with 4 KiB and 1 KiB blocks, where container image stores live;
