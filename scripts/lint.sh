@@ -3,7 +3,8 @@
 #   lint/series      make series: the series git-ams onto pristine and
 #                    checkpatch.pl --strict finds no error and no warning
 #   lint/sparse-w1   fs/verity/ and the other files our patches add code to
-#                    (XFS's fs-verity, iomap's buffered I/O) rebuilt with
+#                    (XFS's fs-verity, iomap's buffered I/O, tmpfs's and
+#                    shmem's) rebuilt with
 #                    sparse (C=2) and W=1: no warning
 #   lint/kernel-doc  scripts/kernel-doc -Wall: no warning, every export documented
 # Needs build/ours already built (check.sh builds it first).
@@ -25,7 +26,7 @@ echo "RUN lint/sparse-w1"
 exec 9>"$top/build/.lock"
 flock 9
 # touch nothing in the tree: force the recheck by removing the objects
-ours_objs="fs/xfs/xfs_fsverity.o fs/iomap/buffered-io.o"
+ours_objs="fs/xfs/xfs_fsverity.o fs/iomap/buffered-io.o mm/shmem_verity.o mm/shmem.o"
 rm -f "$top"/build/obj/ours/fs/verity/*.o
 for o in $ours_objs; do rm -f "$top/build/obj/ours/$o"; done
 # shellcheck disable=SC2086
@@ -33,8 +34,8 @@ if ! make -C "$top/build/src/ours" O="$top/build/obj/ours" ARCH=x86_64 -j2 \
 	C=2 W=1 fs/verity/ $ours_objs >"$log.sparse" 2>&1; then
 	tail -n 20 "$log.sparse" | sed 's/^/# /'
 	echo "FAIL lint/sparse-w1: fs/verity does not build (build/logs/lint.log.sparse)"
-elif grep -E 'fs/(verity/|xfs/xfs_fsverity|iomap/).*(warning|error):' "$log.sparse" >/dev/null; then
-	grep -E 'fs/(verity/|xfs/xfs_fsverity|iomap/).*(warning|error):' "$log.sparse" | head -n 20 | sed 's/^/# /'
+elif grep -E '(fs/(verity/|xfs/xfs_fsverity|iomap/)|mm/shmem).*(warning|error):' "$log.sparse" >/dev/null; then
+	grep -E '(fs/(verity/|xfs/xfs_fsverity|iomap/)|mm/shmem).*(warning|error):' "$log.sparse" | head -n 20 | sed 's/^/# /'
 	echo "FAIL lint/sparse-w1: warnings in fs/verity (build/logs/lint.log.sparse)"
 else
 	echo "PASS lint/sparse-w1"

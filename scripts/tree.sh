@@ -63,7 +63,9 @@ fi
 # Then one commit per patch, in name order: kernel/patches/mm/*.patch (what
 # later patches build on outside fs/verity), kernel/patches/fs-verity/*.patch
 # (each feature or optimisation of our fs/verity, on top of the plain
-# core), then kernel/patches/*.patch (the other parts of the tree).
+# core), then kernel/patches/*.patch (the other parts of the tree), then
+# kernel/patches/tmpfs/*.patch (fs-verity on tmpfs and memfd, new, whose
+# documentation follows XFS's).
 OVERLAY_STEPS=(
 "fs/verity include/linux/fsverity.h include/uapi/linux/fsverity.h|fs-verity: replace the implementation with a new one|Replace fs/verity/ with an independent implementation that keeps the
 in-kernel API of include/linux/fsverity.h, the UAPI and the on-disk
@@ -170,7 +172,7 @@ done
 [ -z "$remaining" ] || { echo "tree: no overlay step takes: $remaining" >&2; exit 1; }
 
 for p in "$kdir"/patches/mm/*.patch "$kdir"/patches/fs-verity/*.patch \
-	 "$kdir"/patches/*.patch; do
+	 "$kdir"/patches/*.patch "$kdir"/patches/tmpfs/*.patch; do
 	[ -e "$p" ] || continue
 	case " $folded " in *" ${p#"$kdir"/patches/} "*) continue ;; esac
 	g apply --cached --whitespace=nowarn "$p"
