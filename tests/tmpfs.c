@@ -1229,8 +1229,8 @@ static void swap_body(void)
 				    4096, &f->tree_size);
 	}
 
-	/* the data, swapped out (tmpfs reads are not verified yet, so this
-	 * reads the data's pages alone) */
+	/* the data, swapped out: read back from swap, and verified on its
+	 * way back (tests/swapin.c shows that it is) */
 	push_out("before reading the data");
 	for (int i = 0; i < NFILES; i++) {
 		sha256_of(files[i].path, sum);

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tmpfs fs-verity verifies what comes back from swap.
+ *
+ * A verity file and a plain control file with the same bytes live on a
+ * tmpfs, charged to a memory cgroup whose memory.reclaim pushes them out
+ * to a swap device: a device-mapper "flakey" target over a loop device
+ * on the filesystem under test.  The swap device stays active; its table
+ * is switched to corrupt_bio_byte (the first byte of every read bio set
+ * to 0xff) to make what comes back hostile.  The kernel refuses writes to
+ * an active swap device from userspace, so the damage is done on the way
+ * in, not on the medium.
+ *
+ *  - clean: both files read back byte for byte, the verity file measures
+ *    the same, and the fsverity_data_verified trace event shows the data
+ *    was verified as it came back;
+ *  - hostile: the control reads back damaged (the test really damaged what
+ *    came back), while the verity file gives EIO to read() and sendfile()
+ *    and SIGBUS to a touch through a mapping, each on pages not touched
+ *    before, and fsverity_verify_failed is traced.
+ *
+ * Swap and tmpfs do not depend on the filesystem under test: the area runs
+ * in the ext4 pass only (boot 1).
+ */
+#include "vutil.h"	/* first: defines _GNU_SOURCE */
+
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/swap.h>
+#include <sys/wait.h>
+#include <linux/loop.h>
+
+#define DMSETUP		"DM_DISABLE_UDEV=1 dmsetup"
+#define DM_NAME		"fsv-swap"
+#define DM_DEV		"/dev/mapper/" DM_NAME
+#define SWAP_SECTORS	(64ULL << 11)	/* 64 MiB */
+#define CG		CGROOT "/fsverity-swapin"
+#define TMPFS		"/mnt/swapin-tmpfs"
+#define FILE_PAGES	64
+#define FILE_SIZE	(FILE_PAGES * 4096)
+#define SEED		4343
+
+static char loop_dev[32];
+
+/* the loop device's backing file, on the filesystem under test */
+static const char *backing(void)
+{
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s/swapin-backing", env.mnt);
+	return path;
+}
+
+static void area_ready(void)
+{
+	if (strcmp(env.fs, "ext4"))
+		skip("filesystem independent: runs in the ext4 pass only");
+	if (access(TRACEFS "/events/fsverity", F_OK))
+		skip("no events/fsverity: kernel without fs-verity tracepoints");
+}
+
+/*
+ * dm-flakey over the loop device, made (@create) or switched live: always
+ * up, or always down with every read bio's first byte set to 0xff
+ */
+static void flakey_table(bool create, bool corrupt)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s %s %s --table '0 %llu flakey %s 0 %s'", DMSETUP,
+		 create ? "create" : "reload", DM_NAME, SWAP_SECTORS,
+		 loop_dev,
+		 corrupt ? "0 1 5 corrupt_bio_byte 1 r 255 0" : "1 0");
+	must_run("dmsetup table", cmd);
+	if (!create) {
+		must_run("dmsetup suspend", DMSETUP " suspend " DM_NAME);
+		must_run("dmsetup resume", DMSETUP " resume " DM_NAME);
+	}
+}
+
+static void swap_setup(void)
+{
+	struct loop_config cfg;
+	char out[512];
+	int ctl, n, fd, loop_fd;
+
+	fd = CHECK_OK(open(backing(), O_RDWR | O_CREAT | O_TRUNC, 0600));
+	CHECK_OK(ftruncate(fd, SWAP_SECTORS << 9));
+	ctl = CHECK_OK(open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+	n = CHECK_OK(ioctl(ctl, LOOP_CTL_GET_FREE));
+	close(ctl);
+	snprintf(loop_dev, sizeof(loop_dev), "/dev/loop%d", n);
+	loop_fd = CHECK_OK(open(loop_dev, O_RDWR | O_CLOEXEC));
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.fd = fd;
+	/* detached once dm-flakey, its last user, lets it go */
+	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+	if (ioctl(loop_fd, LOOP_CONFIGURE, &cfg))
+		fail("LOOP_CONFIGURE %s: %s", loop_dev, strerror(errno));
+	close(fd);
+	flakey_table(true, false);
+	close(loop_fd);
+	if (run_cmd(out, sizeof(out), "mkswap %s", DM_DEV))
+		fail("mkswap %s: %s", DM_DEV, out);
+	if (swapon(DM_DEV, 0))
+		fail("swapon %s: %s", DM_DEV, strerror(errno));
+	cg_make(CG, "memory");
+	mkdir(TMPFS, 0755);
+	umount_if_mounted(TMPFS);
+	CHECK_OK(mount("tmpfs", TMPFS, "tmpfs", 0, "size=64m"));
+	put_str(TRACEFS "/trace", "");
+	put_str(TRACEFS "/events/fsverity/enable", "1");
+}
+
+/* In the parent, after the body: nothing the body set is known here */
+static void swap_cleanup(void)
+{
+	put_str_errno(TRACEFS "/events/fsverity/enable", "0");
+	/* the tmpfs first: its swapped pages then need no swapoff */
+	umount2(TMPFS, MNT_DETACH);
+	rmdir(TMPFS);
+	swapoff(DM_DEV);
+	/* the loop device under it goes with it (LO_FLAGS_AUTOCLEAR) */
+	run_cmd(NULL, 0, DMSETUP " remove " DM_NAME);
+	unlink(backing());
+	rmdir(CG);
+}
+
+/* "<key> N" of the cgroup's memory.stat */
+static long long mem_stat(const char *key)
+{
+	char line[256];
+	size_t kl = strlen(key);
+	long long v = -1;
+	FILE *f = fopen(CG "/memory.stat", "r");
+
+	if (!f)
+		fail("open " CG "/memory.stat: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			v = atoll(line + kl + 1);
+	fclose(f);
+	if (v < 0)
+		fail("memory.stat: no \"%s\"", key);
+	return v;
+}
+
+/*
+ * In a child moved into CG (so that their pages are charged to it): the
+ * verity file V and the control C, the same bytes, V enabled.
+ */
+static void make_files_in_cgroup(void)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = CHECK_OK(fork());
+	if (pid == 0) {
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%d", getpid());
+		put_str(CG "/cgroup.procs", buf);
+		make_file(TMPFS "/V", FILE_SIZE, SEED);
+		make_file(TMPFS "/C", FILE_SIZE, SEED);
+		must_enable(TMPFS "/V", FS_VERITY_HASH_ALG_SHA256, 4096, 0);
+		fflush(stdout);
+		_exit(0);
+	}
+	CHECK_OK(waitpid(pid, &status, 0));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("making the files in the cgroup failed");
+}
+
+static long long swap_current(void)
+{
+	char buf[64];
+
+	get_str(CG "/memory.swap.current", buf, sizeof(buf));
+	return atoll(buf);
+}
+
+/*
+ * Push everything of the cgroup out to swap, and out of the swap cache
+ * too, so that what is read next comes from the device
+ */
+static void push_out(void)
+{
+	long long shmem0 = mem_stat("shmem");
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		int err = put_str_errno(CG "/memory.reclaim",
+					"512M swappiness=200");
+
+		/* EAGAIN: less than asked was reclaimed, which is all */
+		if (err && err != EAGAIN)
+			fail("memory.reclaim: %s", strerror(err));
+		if (!mem_stat("shmem") && !mem_stat("swapcached"))
+			break;
+	}
+	note("memory.reclaim: shmem %lld KiB -> %lld KiB, swapcached %lld KiB, memory.swap.current %lld KiB",
+	     shmem0 >> 10, mem_stat("shmem") >> 10,
+	     mem_stat("swapcached") >> 10, swap_current() >> 10);
+	if (mem_stat("shmem") || mem_stat("swapcached"))
+		fail("the files are not all out on the swap device");
+}
+
+/* pread @len bytes at @off of @path: 0 or the errno */
+static int pread_errno(const char *path, void *buf, size_t len, off_t off)
+{
+	int fd = CHECK_OK(open(path, O_RDONLY));
+	ssize_t n = pread(fd, buf, len, off);
+	int err = n < 0 ? errno : n == (ssize_t)len ? 0 : EMSGSIZE;
+
+	close(fd);
+	return err;
+}
+
+static void clean_body(void)
+{
+	unsigned char *want = random_buf(FILE_SIZE, SEED);
+	unsigned char *got = malloc(FILE_SIZE);
+	char before[2 * MAX_DIGEST + 1], after[2 * MAX_DIGEST + 1];
+	unsigned long long verified;
+	int alg;
+
+	swap_setup();
+	make_files_in_cgroup();
+	kernel_digest_hex(TMPFS "/V", before, &alg);
+	push_out();
+	put_str(TRACEFS "/trace", "");
+	CHECK(pread_errno(TMPFS "/V", got, FILE_SIZE, 0) == 0);
+	CHECK(!memcmp(got, want, FILE_SIZE));
+	CHECK(pread_errno(TMPFS "/C", got, FILE_SIZE, 0) == 0);
+	CHECK(!memcmp(got, want, FILE_SIZE));
+	verified = trace_count("fsverity_data_verified:", NULL);
+	kernel_digest_hex(TMPFS "/V", after, &alg);
+	note("back from swap: both files byte-identical; %llu data blocks verified coming back; digest %s",
+	     verified, after);
+	if (strcmp(before, after))
+		fail("digest %s before the swap, %s after", before, after);
+	if (verified < FILE_PAGES)
+		fail("%llu data blocks verified coming back from swap, want %d",
+		     verified, FILE_PAGES);
+	free(want);
+	free(got);
+}
+
+/*
+ * Swapped out and back through a clean device, a verity tmpfs file and its
+ * plain copy read back byte for byte, and every data block of the verity
+ * file was verified on its way back.
+ */
+TEST_TIMEOUT(clean_swap_round_trip_reads_back_verified_and_identical, 200)
+{
+	area_ready();
+	with_cleanup(clean_body, swap_cleanup, 180);
+}
+
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jmp, 1);
+}
+
+/* Touch page @page of @path through a shared mapping: SIGBUS or not */
+static bool touch_sigbus(const char *path, int page)
+{
+	int fd = CHECK_OK(open(path, O_RDONLY));
+	volatile unsigned char *m = mmap(NULL, FILE_SIZE, PROT_READ,
+					 MAP_SHARED, fd, 0);
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	bool bus = false;
+
+	if (m == MAP_FAILED)
+		fail("mmap %s: %s", path, strerror(errno));
+	close(fd);
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_jmp, 1))
+		bus = true;
+	else
+		(void)m[page * 4096 + 100];
+	sigaction(SIGBUS, &old, NULL);
+	munmap((void *)m, FILE_SIZE);
+	return bus;
+}
+
+/* sendfile() @len bytes at @off of @path to /dev/null: 0 or the errno */
+static int sendfile_errno(const char *path, off_t off, size_t len)
+{
+	int in = CHECK_OK(open(path, O_RDONLY));
+	int out = CHECK_OK(open("/dev/null", O_WRONLY));
+	ssize_t n = sendfile(out, in, &off, len);
+	int err = n < 0 ? errno : n == (ssize_t)len ? 0 : EMSGSIZE;
+
+	close(in);
+	close(out);
+	return err;
+}
+
+/*
+ * corrupt_bio_byte sets a page's first byte to 0xff as it comes back (each
+ * swap read is a bio of its own): pages that start with 0xff come back
+ * unchanged
+ */
+static bool damaged_on_return(const unsigned char *want, int page)
+{
+	return want[page * 4096] != 0xff;
+}
+
+/* The first page from @from that the device damages on its way back */
+static int damaged_page(const unsigned char *want, int from)
+{
+	while (from < FILE_PAGES && !damaged_on_return(want, from))
+		from++;
+	if (from == FILE_PAGES)
+		fail("no page from %d on starts with anything but 0xff", from);
+	return from;
+}
+
+static void hostile_body(void)
+{
+	unsigned char *want = random_buf(FILE_SIZE, SEED);
+	unsigned char *got = malloc(FILE_SIZE);
+	unsigned long long failed;
+	int i, damaged = 0, eio = 0, expect = 0, p, err;
+
+	swap_setup();
+	make_files_in_cgroup();
+	push_out();
+	flakey_table(false, true);
+
+	/* the control: what came back is damaged */
+	CHECK(pread_errno(TMPFS "/C", got, FILE_SIZE, 0) == 0);
+	for (i = 0; i < FILE_PAGES; i++)
+		damaged += !!memcmp(got + i * 4096, want + i * 4096, 4096);
+	note("control: %d of %d pages read back damaged (page 0 byte 0 reads 0x%02x, written 0x%02x)",
+	     damaged, FILE_PAGES, got[0], want[0]);
+	if (!damaged)
+		fail("the control read back undamaged: nothing was corrupted");
+
+	/* the verity file: read() page by page, EIO or the right bytes */
+	for (i = 0; i < 16; i++) {
+		err = pread_errno(TMPFS "/V", got, 4096, i * 4096);
+		if (!err && memcmp(got, want + i * 4096, 4096))
+			fail("read() of verity page %d from damaged swap returned wrong data", i);
+		if (err && err != EIO)
+			fail("read() of verity page %d: %s, want EIO", i,
+			     errno_name(err));
+		eio += err == EIO;
+		expect += damaged_on_return(want, i);
+	}
+	if (eio != expect)
+		fail("read() of 16 verity pages from damaged swap: %d EIO, want %d",
+		     eio, expect);
+	p = damaged_page(want, 16);
+	if (!touch_sigbus(TMPFS "/V", p))
+		fail("a mapped touch of verity page %d from damaged swap did not SIGBUS", p);
+	p = damaged_page(want, 32);
+	err = sendfile_errno(TMPFS "/V", p * 4096, 4096);
+	if (err != EIO)
+		fail("sendfile() of verity page %d from damaged swap: %s, want EIO",
+		     p, err ? errno_name(err) : "success");
+	/* and it stays so: a page that failed is not read again */
+	flakey_table(false, false);
+	p = damaged_page(want, 0);
+	err = pread_errno(TMPFS "/V", got, 4096, p * 4096);
+	if (err != EIO)
+		fail("a second read() of verity page %d, which failed: %s, want EIO",
+		     p, err ? errno_name(err) : "success");
+	failed = trace_count("fsverity_verify_failed:", NULL);
+	note("verity file: read() EIO on %d of 16 pages (the others start with 0xff, which the damage leaves), mapped touch SIGBUS, sendfile() EIO, a failed page still EIO with the device clean; fsverity_verify_failed traced %llu times",
+	     eio, failed);
+	if (!failed)
+		fail("no fsverity_verify_failed event");
+	free(want);
+	free(got);
+}
+
+/*
+ * A swap device that corrupts what it reads back: the control returns the
+ * damage, the verity file fails instead (read EIO, mapped SIGBUS,
+ * sendfile EIO), and a page that failed keeps failing.
+ */
+TEST_TIMEOUT(corrupted_swap_reads_are_eio_and_sigbus_while_the_control_reads_the_damage, 200)
+{
+	area_ready();
+	with_cleanup(hostile_body, swap_cleanup, 180);
+}
