@@ -2,10 +2,10 @@
 /*
  * fsvbench: the guest side of "make bench".
  *
- *	fsvbench DIR
+ *	fsvbench DIR [seqread | cachelayout | warm | swapread CGROUP]
  *
- * Runs each workload once on the filesystem mounted at DIR and prints one
- * line per result:
+ * Runs each workload once on the filesystem mounted at DIR (or only those
+ * of the mode named, see each) and prints one line per result:
  *
  *	BENCH <workload> <value> <unit>
  *
@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <linux/fsverity.h>
 
 #define BIG_SIZE	(256ULL << 20)
@@ -34,6 +35,10 @@
 #define WARM_RANDOM_READS 16384
 #define WARM_PASSES	11
 #define MEASURE_CALLS	20000
+#define SWAP_PASSES	5
+#define SWAP_RECLAIMS	10
+/* memory.stat may lag the truth by 64 pages a CPU (MEMCG_CHARGE_BATCH) */
+#define SWAP_LEFT	(1 << 20)
 
 static const char *dir;
 
@@ -169,24 +174,56 @@ static double read_file(const char *p)
 	return t;
 }
 
+static struct fsverity_enable_arg enable_arg = {
+	.version = 1,
+	.hash_algorithm = FS_VERITY_HASH_ALG_SHA256,
+	.block_size = 4096,
+};
+
 static double enable(const char *p)
 {
-	struct fsverity_enable_arg arg = {
-		.version = 1,
-		.hash_algorithm = FS_VERITY_HASH_ALG_SHA256,
-		.block_size = 4096,
-	};
 	int fd = open(p, O_RDONLY);
 	double t;
 
 	if (fd < 0)
 		die(p);
 	t = now();
-	if (ioctl(fd, FS_IOC_ENABLE_VERITY, &arg))
+	if (ioctl(fd, FS_IOC_ENABLE_VERITY, &enable_arg))
 		die("FS_IOC_ENABLE_VERITY");
 	t = now() - t;
 	close(fd);
 	return t;
+}
+
+/*
+ * Does DIR's filesystem take FS_IOC_ENABLE_VERITY?  ENOTTY or EOPNOTSUPP
+ * (mainline's tmpfs has no fs-verity): says so in a BENCH-INFO line and
+ * returns 0, for the caller to skip; any other error is a failure.
+ */
+static int has_verity(void)
+{
+	char *p = path("probe");
+	int fd, err = 0;
+
+	make_file(p, 4096, 3);
+	fd = open(p, O_RDONLY);
+	if (fd < 0)
+		die(p);
+	if (ioctl(fd, FS_IOC_ENABLE_VERITY, &enable_arg))
+		err = errno;
+	close(fd);
+	unlink(p);
+	free(p);
+	if (err == ENOTTY || err == EOPNOTSUPP) {
+		printf("BENCH-INFO %s: this kernel has no fs-verity there (%s): skipped\n",
+		       dir, strerror(err));
+		printf("BENCH-DONE\n");
+		return 0;
+	}
+	errno = err;
+	if (err)
+		die("FS_IOC_ENABLE_VERITY on a 4 KiB file");
+	return 1;
 }
 
 /* @count 4 KiB preads at fixed random offsets; returns seconds */
@@ -516,6 +553,170 @@ static int cachelayout(const char *d)
 	return 0;
 }
 
+/*
+ * "fsvbench DIR warm": only the page-cached rows, for a filesystem whose
+ * files live in the page cache alone (guest.sh's tmpfs), where the cold
+ * rows mean nothing.  Both files reach memory the same way, written in
+ * order, the verity file first; its reads do not enter fs-verity, so they
+ * must cost what the plain file's do.
+ */
+static int warm_only(const char *d)
+{
+	char *verity, *plain;
+	struct warm_rates wr;
+
+	dir = d;
+	if (!has_verity())
+		return 0;
+	make_pair(BIG_SIZE, &verity, &plain);
+	wr = warm_reads(verity, plain);
+	result("warmread_verity", wr.seq_a, "MiB/s");
+	result("warmread_plain", wr.seq_b, "MiB/s");
+	result("warmread_verity_of_plain", 100 * wr.seq_a / wr.seq_b, "%");
+	result("warmrand_verity", wr.rand_a, "reads/s");
+	result("warmrand_plain", wr.rand_b, "reads/s");
+	result("warmrand_verity_of_plain", 100 * wr.rand_a / wr.rand_b, "%");
+	report_cache_layout("verity", verity);
+	report_cache_layout("plain", plain);
+	unlink(verity);
+	unlink(plain);
+	printf("BENCH-DONE\n");
+	return 0;
+}
+
+/* write @s to cgroup file @cg/@file: 0 or the errno */
+static int cg_write(const char *cg, const char *file, const char *s)
+{
+	char p[256];
+	int fd, err = 0;
+
+	snprintf(p, sizeof(p), "%s/%s", cg, file);
+	fd = open(p, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, strlen(s)) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* "@key N" of @cg/memory.stat, in bytes */
+static long long cg_stat(const char *cg, const char *key)
+{
+	char p[256], line[256];
+	size_t kl = strlen(key);
+	long long v = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/memory.stat", cg);
+	f = fopen(p, "r");
+	if (!f)
+		die(p);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			v = atoll(line + kl + 1);
+	fclose(f);
+	if (v < 0) {
+		errno = ENOENT;
+		die(key);
+	}
+	return v;
+}
+
+/*
+ * Everything of @cg's tmpfs files out to swap: memory.reclaim, swap-backed
+ * pages first, until memory.stat shows neither their pages in the page
+ * cache (shmem) nor copies left in the swap cache (swapcached), which a
+ * read would find without reading the swap device.  One reclaim may leave
+ * some: the swap cache of pages just written out is freed by the next.
+ */
+static void push_out(const char *cg)
+{
+	long long left = 0;
+	int i, err;
+
+	for (i = 0; i < SWAP_RECLAIMS; i++) {
+		/* EAGAIN: less than asked for was reclaimed, all there was */
+		err = cg_write(cg, "memory.reclaim", "4G swappiness=200");
+		if (err && err != EAGAIN) {
+			errno = err;
+			die("memory.reclaim");
+		}
+		left = cg_stat(cg, "shmem") + cg_stat(cg, "swapcached");
+		if (left <= SWAP_LEFT)
+			return;
+	}
+	fprintf(stderr, "fsvbench: %lld KiB in memory after %d reclaims\n",
+		left >> 10, SWAP_RECLAIMS);
+	errno = EAGAIN;
+	die("memory.reclaim: the files stay in memory");
+}
+
+/*
+ * "fsvbench DIR swapread CGROUP": sequential reads of a verity file of
+ * SLOW_SIZE and its plain copy, on a tmpfs, read back from swap, where
+ * tmpfs verifies the verity file's data before it returns to the page
+ * cache.  The caller made the swap and CGROUP (cgroup v2, memory
+ * controller); the files are written and enabled by a child in CGROUP,
+ * so their pages (the tree's too) are charged to it, and memory.reclaim
+ * there pushes them out; a swap-in is charged back to the cgroup the
+ * page was swapped out from, so this process stays outside.  Each pass
+ * reads both files, each from all swap, in turn; every other pass the
+ * plain file first.  The median of SWAP_PASSES.
+ */
+static int swapread(const char *d, const char *cg)
+{
+	double tv[SWAP_PASSES], tp[SWAP_PASSES], v, p;
+	char *verity, *plain, pid[32];
+	int i, status;
+	pid_t child;
+
+	dir = d;
+	if (!has_verity())
+		return 0;
+	fflush(stdout);		/* or the child prints it again */
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		errno = cg_write(cg, "cgroup.procs", pid);
+		if (errno)
+			die("joining the cgroup");
+		make_pair(SLOW_SIZE, &verity, &plain);
+		exit(0);
+	}
+	if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		exit(1);	/* the child said BENCH-FAIL */
+	verity = path("verity");	/* the names make_pair() gave them */
+	plain = path("plain");
+
+	for (i = 0; i < SWAP_PASSES; i++) {
+		if (i % 2) {
+			push_out(cg);
+			tp[i] = read_file(plain);
+		}
+		push_out(cg);
+		tv[i] = read_file(verity);
+		if (!(i % 2)) {
+			push_out(cg);
+			tp[i] = read_file(plain);
+		}
+	}
+	qsort(tv, SWAP_PASSES, sizeof(tv[0]), cmp_double);
+	qsort(tp, SWAP_PASSES, sizeof(tp[0]), cmp_double);
+	v = SLOW_SIZE / tv[SWAP_PASSES / 2] / (1 << 20);
+	p = SLOW_SIZE / tp[SWAP_PASSES / 2] / (1 << 20);
+	result("swapread_verity", v, "MiB/s");
+	result("swapread_plain", p, "MiB/s");
+	result("swapread_verity_of_plain", 100 * v / p, "%");
+	unlink(verity);
+	unlink(plain);
+	printf("BENCH-DONE\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char *warm, *cold, *plain, *small;
@@ -528,8 +729,12 @@ int main(int argc, char **argv)
 		return seqread_only(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "cachelayout"))
 		return cachelayout(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "warm"))
+		return warm_only(argv[1]);
+	if (argc == 4 && !strcmp(argv[2], "swapread"))
+		return swapread(argv[1], argv[3]);
 	if (argc != 2) {
-		fprintf(stderr, "usage: fsvbench DIR [seqread|cachelayout]\n");
+		fprintf(stderr, "usage: fsvbench DIR [seqread|cachelayout|warm|swapread CGROUP]\n");
 		return 2;
 	}
 	dir = argv[1];

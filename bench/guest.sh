@@ -10,6 +10,10 @@
 # ext4-delay, f2fs-delay, xfs-delay: that filesystem on vdb behind dm-delay
 # (10 ms a read bio, writes not delayed), a disk with real latency; only
 # cold sequential reads of 64 MiB ("fsvbench DIR seqread").
+# tmpfs, tmpfs-swap (only when named; skipped on a kernel without fs-verity
+# on tmpfs, mainline): a verity file against its plain copy on a tmpfs,
+# page-cached ("fsvbench DIR warm") and read back from swap on vde, which no
+# other row uses ("fsvbench DIR swapread CGROUP").
 # the disks' request queues (BLK_QUEUES on the host), for the record
 echo "BENCH-INFO vda has $(ls /sys/block/vda/mq | wc -l) request queue(s)"
 only=$(sed -n 's/.*fsv\.fs=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
@@ -79,3 +83,34 @@ for fs in ext4 f2fs xfs; do
 	fi
 	eval "$dm remove fsv-delay" 2>/dev/null
 done
+
+# tmpfs: two 256 MiB files and a 2 MiB tree, in RAM (the guest has 2 GiB)
+case " $only " in *" tmpfs "*)
+	mkdir -p /mnt/tmpfs
+	if mount -t tmpfs -o size=768m tmpfs /mnt/tmpfs; then
+		/bench/fsvbench /mnt/tmpfs warm | sed "s/^BENCH /BENCH tmpfs /"
+		umount /mnt/tmpfs
+	else
+		echo "BENCH-FAIL tmpfs: cannot mount a tmpfs"
+	fi
+esac
+
+# tmpfs-swap: two 64 MiB files in a memory cgroup, swapped out to vde
+case " $only " in *" tmpfs-swap "*)
+	cg=/sys/fs/cgroup/fsvbench
+	mkdir -p /mnt/tmpfs-swap
+	grep -q '^[^ ]* /sys/fs/cgroup cgroup2 ' /proc/mounts ||
+		mount -t cgroup2 none /sys/fs/cgroup
+	if mkswap /dev/vde >/dev/null && swapon /dev/vde &&
+	   echo +memory >/sys/fs/cgroup/cgroup.subtree_control && mkdir "$cg" &&
+	   mount -t tmpfs -o size=256m tmpfs /mnt/tmpfs-swap; then
+		/bench/fsvbench /mnt/tmpfs-swap swapread "$cg" |
+			sed "s/^BENCH /BENCH tmpfs-swap /"
+	else
+		echo "BENCH-FAIL tmpfs-swap: cannot set up swap on /dev/vde, a memory cgroup and a tmpfs"
+	fi
+	# the tmpfs first: its pages on swap are then freed, not read back
+	umount /mnt/tmpfs-swap 2>/dev/null
+	rmdir "$cg" 2>/dev/null
+	swapoff /dev/vde 2>/dev/null
+esac

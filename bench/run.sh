@@ -15,7 +15,10 @@ rounds=${ROUNDS:-3}
 out=$top/build/bench
 mkdir -p "$out"
 
-"$top/scripts/build.sh" upstream 0
+# mainline only when it is booted (KERNELS=ours runs rows only ours has)
+case " ${KERNELS:-upstream} " in
+*" upstream "*) "$top/scripts/build.sh" upstream 0 ;;
+esac
 "$top/scripts/build.sh" ours 0
 "$top/scripts/initramfs.sh"
 case " ${KERNELS:-} " in
