@@ -36,21 +36,6 @@ static void need_ioctl(void)
 		skip("mainline 6.12 btrfs does not wire FS_IOC_READ_VERITY_METADATA (ENOTTY)");
 }
 
-/* ioctl result: bytes read, or -errno */
-static long read_md(int fd, uint64_t type, uint64_t off, uint64_t len,
-		    void *buf)
-{
-	struct fsverity_read_metadata_arg arg = {
-		.metadata_type = type,
-		.offset = off,
-		.length = len,
-		.buf_ptr = (uintptr_t)buf,
-	};
-	long r = ioctl(fd, FS_IOC_READ_VERITY_METADATA, &arg);
-
-	return r < 0 ? -errno : r;
-}
-
 /*
  * Make a verity file and compute the reference tree and descriptor in
  * userspace (written off the tested filesystem).

@@ -171,21 +171,6 @@ static void check_digest(const char *path, int alg, int bs, int salt_len,
 		     want);
 }
 
-/* FS_IOC_READ_VERITY_METADATA: bytes read, or -errno */
-static long read_md(int fd, uint64_t type, uint64_t off, uint64_t len,
-		    void *buf)
-{
-	struct fsverity_read_metadata_arg arg = {
-		.metadata_type = type,
-		.offset = off,
-		.length = len,
-		.buf_ptr = (uintptr_t)buf,
-	};
-	long r = ioctl(fd, FS_IOC_READ_VERITY_METADATA, &arg);
-
-	return r < 0 ? -errno : r;
-}
-
 /* A whole metadata item of @path, read in @chunk-byte pieces (malloc'd) */
 static unsigned char *read_item(const char *path, uint64_t type, size_t chunk,
 				size_t *len)

@@ -358,6 +358,21 @@ static inline void user_digest_hex(const char *path, int alg, int bs,
 	strcpy(hex, out);
 }
 
+/* FS_IOC_READ_VERITY_METADATA: bytes read, or -errno */
+static inline long read_md(int fd, uint64_t type, uint64_t off, uint64_t len,
+			   void *buf)
+{
+	struct fsverity_read_metadata_arg arg = {
+		.metadata_type = type,
+		.offset = off,
+		.length = len,
+		.buf_ptr = (uintptr_t)buf,
+	};
+	long r = ioctl(fd, FS_IOC_READ_VERITY_METADATA, &arg);
+
+	return r < 0 ? -errno : r;
+}
+
 static inline bool fd_has_verity_flag(int fd)
 {
 	int flags = 0;
