@@ -342,6 +342,20 @@ static long report_cache_layout(const char *name, const char *p)
 	return runs;
 }
 
+/* The page-cached rows of a verity file against its plain copy */
+static void warm_results(const struct warm_rates *wr, const char *verity,
+			 const char *plain)
+{
+	result("warmread_verity", wr->seq_a, "MiB/s");
+	result("warmread_plain", wr->seq_b, "MiB/s");
+	result("warmread_verity_of_plain", 100 * wr->seq_a / wr->seq_b, "%");
+	result("warmrand_verity", wr->rand_a, "reads/s");
+	result("warmrand_plain", wr->rand_b, "reads/s");
+	result("warmrand_verity_of_plain", 100 * wr->rand_a / wr->rand_b, "%");
+	report_cache_layout("verity", verity);
+	report_cache_layout("plain", plain);
+}
+
 /* Mean latency of FS_IOC_MEASURE_VERITY, in microseconds */
 static double measure_latency(const char *p)
 {
@@ -570,14 +584,7 @@ static int warm_only(const char *d)
 		return 0;
 	make_pair(BIG_SIZE, &verity, &plain);
 	wr = warm_reads(verity, plain);
-	result("warmread_verity", wr.seq_a, "MiB/s");
-	result("warmread_plain", wr.seq_b, "MiB/s");
-	result("warmread_verity_of_plain", 100 * wr.seq_a / wr.seq_b, "%");
-	result("warmrand_verity", wr.rand_a, "reads/s");
-	result("warmrand_plain", wr.rand_b, "reads/s");
-	result("warmrand_verity_of_plain", 100 * wr.rand_a / wr.rand_b, "%");
-	report_cache_layout("verity", verity);
-	report_cache_layout("plain", plain);
+	warm_results(&wr, verity, plain);
 	unlink(verity);
 	unlink(plain);
 	printf("BENCH-DONE\n");
@@ -801,14 +808,7 @@ int main(int argc, char **argv)
 	read_file(warm);
 	read_file(plain);
 	wr = warm_reads(warm, plain);
-	result("warmread_verity", wr.seq_a, "MiB/s");
-	result("warmread_plain", wr.seq_b, "MiB/s");
-	result("warmread_verity_of_plain", 100 * wr.seq_a / wr.seq_b, "%");
-	result("warmrand_verity", wr.rand_a, "reads/s");
-	result("warmrand_plain", wr.rand_b, "reads/s");
-	result("warmrand_verity_of_plain", 100 * wr.rand_a / wr.rand_b, "%");
-	report_cache_layout("verity", warm);
-	report_cache_layout("plain", plain);
+	warm_results(&wr, warm, plain);
 
 	/* 4. measure latency must not depend on the size */
 	result("measure_4k", measure_latency(small), "us");
