@@ -2,7 +2,8 @@
 # make check-all: the gate and everything that needs another kernel or a
 # long run (before resolving an issue that changes kernel code):
 #   gate      scripts/check.sh without its short power cuts, with the soak
-#             (30 s) and hostile metadata (13 rounds) at the guest's
+#             (30 s), hostile metadata (13 rounds), the deadlock stress
+#             (60 s) and the stats mount cycles (200) at the guest's
 #             defaults: ours, both boots, the lint
 #   nosig     ours without built-in signatures (NOSIG=1): the signature and
 #             error tests (lines nosig/...; NOSIG_CHECK=0 skips it)
@@ -32,7 +33,8 @@ results=$top/build/logs/check-all.results
 : >"$results"
 unset KERNEL DEBUG NOSIG NOVERITY TESTS FS
 
-stage gate -- env POWERCUT=0 CHECK_SOAK_SECONDS=30 CHECK_HOSTILE_ROUNDS=13 \
+stage gate -- env POWERCUT=0 CHECK_SKIP_TESTS= CHECK_SOAK_SECONDS=30 \
+	CHECK_HOSTILE_ROUNDS=13 CHECK_DEADLOCK_SECONDS=60 CHECK_MOUNT_CYCLES=200 \
 	"$top/scripts/check.sh"
 
 # without built-in signatures: a signature given to enable is refused,

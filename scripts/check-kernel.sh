@@ -4,7 +4,8 @@
 # filesystem.
 #   KERNEL=ours|upstream DEBUG=0|1 NOSIG=0|1 NOVERITY=0|1 TESTS="a b" FS="ext4 f2fs"
 #   ONLY="area/test ..." (in those areas, only those tests)
-#   [CHECK_SOAK_SECONDS=s] [CHECK_HOSTILE_ROUNDS=n] scripts/check-kernel.sh
+#   [CHECK_SOAK_SECONDS=s] [CHECK_HOSTILE_ROUNDS=n] [CHECK_DEADLOCK_SECONDS=s]
+#   [CHECK_MOUNT_CYCLES=n] [SKIP_TESTS="a b" (areas not run)] scripts/check-kernel.sh
 # One PASS/FAIL/SKIP line per test, gated by tests/expected-skips and
 # tests/expected-failures for this kernel, then "N passed, N failed".
 # Console logs: build/logs/check-<name>-boot{1,2}.log.
@@ -34,6 +35,10 @@ extra=
 # and 13 hostile rounds per filesystem)
 [ -z "${CHECK_SOAK_SECONDS:-}" ] || extra="$extra fsv.soak=$CHECK_SOAK_SECONDS"
 [ -z "${CHECK_HOSTILE_ROUNDS:-}" ] || extra="$extra fsv.hostile=$CHECK_HOSTILE_ROUNDS"
+# and of the deadlock stress (60 s) and the stats mount cycles (200)
+[ -z "${CHECK_DEADLOCK_SECONDS:-}" ] || extra="$extra fsv.deadlock=$CHECK_DEADLOCK_SECONDS"
+[ -z "${CHECK_MOUNT_CYCLES:-}" ] || extra="$extra fsv.cycles=$CHECK_MOUNT_CYCLES"
+[ -z "${SKIP_TESTS:-}" ] || extra="$extra fsv.skip=$(echo $SKIP_TESTS | tr ' ' ',')"
 # a KASAN kernel under TCG runs ACPI's _PRT so slowly that it hits the AML
 # loop timeout and soft-lockup splats at boot: route PCI IRQs without ACPI
 [ "$debug" = 1 ] && extra="$extra pci=noacpi"
@@ -79,6 +84,10 @@ for boot in 1 2; do
 	"$top/scripts/qemu.sh" "$top/build/$name/bzImage" "$initrd" "$disks" "$log" \
 		check "$boot" "$timeout" "$extra" || rc=$?
 	echo "check: $name boot $boot took $(($(date +%s) - start)) s$([ "$rc" = 124 ] && echo ", TIMED OUT")"
+	# where the boot's time went, slowest first (make check's budget)
+	awk -f "$top/scripts/test-times.awk" "$log" | sort -rn >"${log%.log}.times"
+	echo "check: slowest areas of boot $boot (build/logs/$(basename "${log%.log}.times")):" \
+		$(grep '(area)' "${log%.log}.times" | head -n 5 | awk '{printf "%s%s %d s", (NR > 1 ? ", " : ""), $3, $1}')
 	awk -v boot="boot$boot" -v splats="$top/scripts/splats" \
 		-f "$top/scripts/splats.awk" -f "$top/scripts/parse-log.awk" "$log" |
 		gate | tee -a "$results"

@@ -42,9 +42,9 @@
 #define HUNG_TASK	"/proc/sys/kernel/hung_task_timeout_secs"
 
 #define FILE_SIZE	(16 << 20)
-#define STRESS_SECS	60	/* rounds start until then */
+#define MAX_STRESS_SECS	60	/* rounds start until then (stress_secs()) */
 #define HANG_SECS	30	/* no heartbeat for this long: stuck */
-#define BODY_SECS	(STRESS_SECS + HANG_SECS + 30)
+#define BODY_SECS	(MAX_STRESS_SECS + HANG_SECS + 30)
 
 enum { T_FAULT, T_READ, T_EXCL, T_ROUNDS, NR_BEATS };
 static const char *const beat_name[NR_BEATS] = {
@@ -164,9 +164,17 @@ static void *excl_thread(void *arg)
 	return NULL;
 }
 
+/* fsv.deadlock=<seconds> on the kernel command line: make check's 20 */
+static int stress_secs(void)
+{
+	int secs = cmdline_int("fsv.deadlock=", MAX_STRESS_SECS);
+
+	return secs > 0 && secs < MAX_STRESS_SECS ? secs : MAX_STRESS_SECS;
+}
+
 static void stress(void)
 {
-	double end = mono_now() + STRESS_SECS;
+	double end = mono_now() + stress_secs();
 	pthread_t th[3];
 
 	while (mono_now() < end) {
@@ -279,7 +287,7 @@ static void watch(pid_t pid)
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 	note("%lu rounds in %d s, %lu exclusive invalidate_lock takers (%s)",
-	     beats->rounds, STRESS_SECS, beats->excl_ops,
+	     beats->rounds, stress_secs(), beats->excl_ops,
 	     is_xfs ? "FICLONERANGE" : "journal-data flag flips");
 	if (beats->rounds < 2 || !beats->excl_ops)
 		fail("too little ran to prove anything: %lu rounds, %lu exclusive takers",

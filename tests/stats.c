@@ -232,7 +232,8 @@ TEST(large_cold_reads_split_bios)
 #define SPARE_DEV	"/dev/vde"
 #define SPARE_MNT	"/mnt/stats-cycle"
 #define ANON_MNT	"/mnt/stats-anon"
-#define MOUNT_CYCLES	200
+/* fsv.cycles=<n>; make check's 50 */
+#define MOUNT_CYCLES	cmdline_int("fsv.cycles=", 200)
 
 static void spare_mkfs(const char *fs)
 {
@@ -269,7 +270,7 @@ static unsigned long long spare_counter(const char *name)
 TEST_TIMEOUT(mount_cycles_keep_one_directory_per_live_filesystem, 900)
 {
 	char *file = SPARE_MNT "/f";
-	int i;
+	int i, cycles = MOUNT_CYCLES;
 
 	stats_dir();
 	if (strcmp(env.fs, "ext4"))
@@ -278,7 +279,7 @@ TEST_TIMEOUT(mount_cycles_keep_one_directory_per_live_filesystem, 900)
 	mkdir(ANON_MNT, 0755);
 	umount(SPARE_MNT);	/* in case an earlier run failed midway */
 	umount(ANON_MNT);
-	for (i = 0; i < MOUNT_CYCLES; i++) {
+	for (i = 0; i < cycles; i++) {
 		const char *fs = i % 2 ? "btrfs" : "ext4";
 
 		spare_mkfs(fs);
@@ -303,7 +304,7 @@ TEST_TIMEOUT(mount_cycles_keep_one_directory_per_live_filesystem, 900)
 			     i, fs);
 	}
 	umount(ANON_MNT);
-	note("%d mounts, alternating ext4 and btrfs on %s", MOUNT_CYCLES,
+	note("%d mounts, alternating ext4 and btrfs on %s", cycles,
 	     SPARE_DEV);
 }
 
