@@ -18,6 +18,11 @@
  *    came back), while the verity file gives EIO to read() and sendfile()
  *    and SIGBUS to a touch through a mapping, each on pages not touched
  *    before, and fsverity_verify_failed is traced.
+ *  - tree blocks: one checked as data came back is not hashed again for
+ *    the next data block, until its page has been out to swap and back
+ *    (the fsverity_cache_miss and fsverity_tree_forgotten events count);
+ *    a tree page damaged on its way back fails every data block under it,
+ *    though it was known good before it went out.
  *
  * Swap and tmpfs do not depend on the filesystem under test: the area runs
  * in the ext4 pass only (boot 1).
@@ -192,7 +197,8 @@ static void push_out(void)
 	long long shmem0 = mem_stat("shmem");
 	int i;
 
-	for (i = 0; i < 5; i++) {
+	/* a few swap cache pages read ahead may take more than one pass */
+	for (i = 0; i < 20; i++) {
 		int err = put_str_errno(CG "/memory.reclaim",
 					"512M swappiness=200");
 
@@ -259,6 +265,127 @@ TEST_TIMEOUT(clean_swap_round_trip_reads_back_verified_and_identical, 200)
 {
 	area_ready();
 	with_cleanup(clean_body, swap_cleanup, 180);
+}
+
+/*
+ * Read all of the verity file back: the fsverity_cache_miss events, and
+ * the fsverity_tree_forgotten ones into *@forgotten
+ */
+static unsigned long long read_back_misses(const unsigned char *want,
+					   unsigned char *got,
+					   unsigned long long *forgotten)
+{
+	unsigned long long misses;
+
+	put_str(TRACEFS "/trace", "");
+	CHECK(pread_errno(TMPFS "/V", got, FILE_SIZE, 0) == 0);
+	CHECK(!memcmp(got, want, FILE_SIZE));
+	misses = trace_count("fsverity_cache_miss:", NULL);
+	*forgotten = trace_count("fsverity_tree_forgotten:", NULL);
+	note("read back from swap: %llu tree block lookups missed, %llu hit, %llu tree ranges forgotten as they came back",
+	     misses, trace_count("fsverity_cache_hit:", NULL), *forgotten);
+	return misses;
+}
+
+static void hashed_once_body(void)
+{
+	unsigned char *want = random_buf(FILE_SIZE, SEED);
+	unsigned char *got = malloc(FILE_SIZE);
+	unsigned long long misses, forgotten;
+	int round;
+
+	swap_setup();
+	make_files_in_cgroup();
+	/* the file's one tree block; the second round proves it forgotten */
+	for (round = 0; round < 2; round++) {
+		push_out();
+		misses = read_back_misses(want, got, &forgotten);
+		if (!forgotten)
+			fail("round %d: the tree came back from swap, and nothing was forgotten",
+			     round + 1);
+		if (misses != 1)
+			fail("round %d: the tree block was hashed %llu times for %d data blocks, want once",
+			     round + 1, misses, FILE_PAGES);
+	}
+	free(want);
+	free(got);
+}
+
+/*
+ * A tree block checked as data comes back from swap is remembered for the
+ * next data block, and forgotten when its page goes out and comes back.
+ */
+TEST_TIMEOUT(tree_blocks_are_hashed_once_per_return_from_swap, 200)
+{
+	area_ready();
+	with_cleanup(hashed_once_body, swap_cleanup, 180);
+}
+
+#define PAGE_CLUSTER	"/proc/sys/vm/page-cluster"
+static char page_cluster[16];
+
+static void damaged_tree_cleanup(void)
+{
+	put_str_errno(PAGE_CLUSTER, page_cluster);
+	swap_cleanup();
+}
+
+static void damaged_tree_body(void)
+{
+	unsigned char *want = random_buf(FILE_SIZE, SEED);
+	unsigned char *got = malloc(FILE_SIZE);
+	unsigned char tree[4096], back[4096];
+	unsigned long long forgotten;
+	int fd, i, eio = 0;
+
+	swap_setup();
+	make_files_in_cgroup();
+	fd = CHECK_OK(open(TMPFS "/V", O_RDONLY));
+	CHECK(read_md(fd, FS_VERITY_METADATA_TYPE_MERKLE_TREE, 0, 4096,
+		      tree) == 4096);
+	if (tree[0] == 0xff)
+		fail("the tree starts with 0xff, which the damage leaves: pick another SEED");
+	/* the tree block is checked, and known good, as the data comes back */
+	push_out();
+	read_back_misses(want, got, &forgotten);
+	push_out();
+	/* only the tree page comes back through the damage, without neighbours */
+	put_str(PAGE_CLUSTER, "0");
+	flakey_table(false, true);
+	CHECK(read_md(fd, FS_VERITY_METADATA_TYPE_MERKLE_TREE, 0, 4096,
+		      back) == 4096);
+	flakey_table(false, false);
+	close(fd);
+	if (back[0] != 0xff || memcmp(back + 1, tree + 1, 4095))
+		fail("the tree page did not come back with only its first byte damaged (0x%02x)",
+		     back[0]);
+	for (i = 0; i < FILE_PAGES; i++) {
+		int err = pread_errno(TMPFS "/V", got, 4096, i * 4096);
+
+		if (err && err != EIO)
+			fail("read() of verity page %d: %s, want EIO", i,
+			     errno_name(err));
+		eio += err == EIO;
+	}
+	note("tree page back with byte 0 0x%02x -> 0xff, data back clean: read() EIO on %d of %d pages",
+	     tree[0], eio, FILE_PAGES);
+	if (eio != FILE_PAGES)
+		fail("%d of %d pages under a tree page damaged in swap read back, want none",
+		     FILE_PAGES - eio, FILE_PAGES);
+	free(want);
+	free(got);
+}
+
+/*
+ * A tree page that was known good before it went out to swap, and comes
+ * back damaged while the data comes back clean, fails every data block it
+ * covers: what was verified of it is not trusted across the swap.
+ */
+TEST_TIMEOUT(a_tree_page_damaged_in_swap_fails_every_block_under_it, 200)
+{
+	area_ready();
+	get_str(PAGE_CLUSTER, page_cluster, sizeof(page_cluster));
+	with_cleanup(damaged_tree_body, damaged_tree_cleanup, 180);
 }
 
 static sigjmp_buf bus_jmp;
