@@ -88,7 +88,7 @@ signatures) and init.c (start-up, the sysctl, rate-limited messages).
 
 Against mainline (make bench KERNELS=\"upstream step-0002\", the kernel
 of the documentation patch, which is this one's code, in the per-patch
-run of 2026-12-04, project commit d7c385a, FS=ext4 ROUNDS=3; ext4, 256
+run of 2026-12-04, FS=ext4 ROUNDS=3; ext4, 256
 MiB, SHA-256, 4K blocks, 2 vCPUs under QEMU TCG, medians of 3 boots):
 enable 38.8 warm and 46.1 cold MiB/s against 41.4 and 45.0, sequential
 verified reads 41.9 MiB/s against 44.0, both within the run's noise;
