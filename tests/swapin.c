@@ -388,6 +388,120 @@ TEST_TIMEOUT(a_tree_page_damaged_in_swap_fails_every_block_under_it, 200)
 	with_cleanup(damaged_tree_body, damaged_tree_cleanup, 180);
 }
 
+#define RACE_SIZE	(4 << 20)
+#define RACE_SECS	20
+
+/*
+ * Read all of @path, again and again until *@stop (at least once): the
+ * reads that failed, or -1 for wrong data
+ */
+static int read_until(const char *path, const unsigned char *want,
+		      volatile int *stop)
+{
+	unsigned char *got = malloc(1 << 16);
+	int fd = CHECK_OK(open(path, O_RDONLY));
+	int failed = 0;
+
+	do {
+		for (off_t off = 0; off < RACE_SIZE; off += 1 << 16) {
+			ssize_t n = pread(fd, got, 1 << 16, off);
+
+			if (n != 1 << 16)
+				failed++;
+			else if (memcmp(got, want + off, 1 << 16))
+				return -1;
+		}
+	} while (!*stop);
+	close(fd);
+	free(got);
+	return failed;
+}
+
+/*
+ * In a child moved into CG, whose memory.max keeps most of the file out
+ * in swap: enable files while another process reads them, each read
+ * bringing data back from swap, some of it while the enable finishes
+ */
+static void enable_race_child(void)
+{
+	volatile int *stop = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* charged where it is made: before the move, so not to CG */
+	unsigned char *want = random_buf(RACE_SIZE, SEED);
+	double end = mono_now() + RACE_SECS;
+	char path[64], buf[32];
+	int i, enomem = 0;
+
+	if (stop == MAP_FAILED)
+		fail("mmap: %s", strerror(errno));
+	snprintf(buf, sizeof(buf), "%d", getpid());
+	put_str(CG "/cgroup.procs", buf);
+	for (i = 0; mono_now() < end; i++) {
+		int status, err, fd;
+		pid_t reader;
+
+		snprintf(path, sizeof(path), TMPFS "/race-%d", i);
+		write_file(path, want, RACE_SIZE);
+		*stop = 0;
+		fflush(stdout);
+		reader = CHECK_OK(fork());
+		if (!reader)
+			_exit(read_until(path, want, stop) ? 1 : 0);
+		fd = CHECK_OK(open(path, O_RDONLY));
+		err = enable_verity(fd, FS_VERITY_HASH_ALG_SHA256, 12, NULL, 0,
+				    NULL, 0);
+		close(fd);
+		usleep(100000);
+		*stop = 1;
+		CHECK_OK(waitpid(reader, &status, 0));
+		if (err == ENOMEM)
+			enomem++;
+		else if (err)
+			fail("enable %d: %s", i, strerror(err));
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			fail("enable %d: a read racing it failed or returned wrong data",
+			     i);
+		/* and nothing was poisoned on the way: one more pass */
+		if (read_until(path, want, stop))
+			fail("enable %d: the file does not read back whole", i);
+		CHECK_OK(unlink(path));
+	}
+	note("%d enables racing reads from swap (%d ENOMEM under memory.high), every read whole",
+	     i, enomem);
+	_exit(0);
+}
+
+static void enable_race_body(void)
+{
+	int status;
+	pid_t pid;
+
+	swap_setup();
+	/* memory.high reclaims and throttles, where memory.max would OOM */
+	put_str(CG "/memory.high", "3M");
+	fflush(stdout);
+	pid = CHECK_OK(fork());
+	if (!pid)
+		enable_race_child();
+	CHECK_OK(waitpid(pid, &status, 0));
+	if (!WIFEXITED(status))
+		fail("the enabling process was killed by signal %d",
+		     WTERMSIG(status));
+	if (WEXITSTATUS(status))
+		_exit(WEXITSTATUS(status));	/* it said why */
+}
+
+/*
+ * Enables that finish while the file's data comes back from swap under a
+ * reader lose nothing: what comes back before fs-verity's state for the
+ * file is published is not failed for want of it.
+ */
+TEST_TIMEOUT(an_enable_finishing_while_data_comes_back_from_swap_loses_nothing, 200)
+{
+	area_ready();
+	with_cleanup(enable_race_body, swap_cleanup, 180);
+}
+
 static sigjmp_buf bus_jmp;
 
 static void on_sigbus(int sig)
