@@ -197,7 +197,7 @@ static void push_out(void)
 	long long shmem0 = mem_stat("shmem");
 	int i;
 
-	/* a few swap cache pages read ahead may take more than one pass */
+	/* swap cache pages read ahead or under writeback take more passes */
 	for (i = 0; i < 20; i++) {
 		int err = put_str_errno(CG "/memory.reclaim",
 					"512M swappiness=200");
@@ -207,6 +207,8 @@ static void push_out(void)
 			fail("memory.reclaim: %s", strerror(err));
 		if (!mem_stat("shmem") && !mem_stat("swapcached"))
 			break;
+		/* swap cache pages under writeback go once it completes */
+		usleep(100000);
 	}
 	note("memory.reclaim: shmem %lld KiB -> %lld KiB, swapcached %lld KiB, memory.swap.current %lld KiB",
 	     shmem0 >> 10, mem_stat("shmem") >> 10,
